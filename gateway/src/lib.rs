@@ -1,1 +1,83 @@
-//! placeholder
+//! The event-tracking ingestion gateway.
+//!
+//! A request's path: [`auth`] finds the source by its write key → [`wire`]
+//! reads and decodes the body within its limits → [`pipeline`] checks each
+//! event against the schema catalog, enriches and routes it → [`sink`]
+//! produces every record at once to Kafka → [`api`] answers with each
+//! event's outcome once Kafka acknowledged them all.
+
+pub mod api;
+pub mod auth;
+pub mod config;
+pub mod error;
+pub mod pipeline;
+pub mod server;
+pub mod sink;
+pub mod topics;
+pub mod wire;
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use eventgw_schemas::Catalog;
+
+pub use server::serve;
+
+/// The time source; tests pin it to check clock-skew correction.
+pub type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
+
+/// What every request needs, built once at start-up.
+pub struct AppState {
+    /// The checked configuration.
+    pub config: config::Config,
+    /// The compiled event catalog.
+    pub catalog: Catalog,
+    /// Write key to source.
+    pub write_keys: auth::WriteKeys,
+    /// Where records go (Kafka, or memory in unit tests).
+    pub sink: Arc<dyn sink::Sink>,
+    /// Now.
+    pub clock: Clock,
+}
+
+/// Why the gateway cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    /// The schema catalog is broken.
+    #[error("schema catalog: {0}")]
+    Catalog(#[from] eventgw_schemas::CatalogError),
+    /// A source allows a domain the catalog does not have.
+    #[error("config: sources.domains: source `{source_id}` names unknown domain `{domain}`")]
+    UnknownDomain {
+        /// The source.
+        source_id: String,
+        /// The domain it names.
+        domain: String,
+    },
+    /// The producer could not be created (bad librdkafka property).
+    #[error("Kafka producer: {0}")]
+    Producer(#[from] rdkafka::error::KafkaError),
+}
+
+impl AppState {
+    /// Loads the catalog and checks the sources against it, with `sink` as
+    /// the destination of records.
+    pub fn new(config: config::Config, sink: Arc<dyn sink::Sink>) -> Result<Self, StartupError> {
+        let catalog = eventgw_schemas::loader::load_catalog(&config.catalog.dir)?;
+        for source in &config.sources {
+            for domain in &source.domains {
+                if !catalog.topics().contains_key(domain) {
+                    return Err(StartupError::UnknownDomain { source_id: source.id.clone(), domain: domain.clone() });
+                }
+            }
+        }
+        let write_keys = auth::WriteKeys::new(&config.sources);
+        Ok(Self { config, catalog, write_keys, sink, clock: Arc::new(Utc::now) })
+    }
+
+    /// As [`AppState::new`], producing to the Kafka brokers of `config`.
+    pub fn with_kafka(config: config::Config) -> Result<Self, StartupError> {
+        let sink = sink::KafkaSink::new(&config.kafka)?;
+        Self::new(config, Arc::new(sink))
+    }
+}

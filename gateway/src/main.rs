@@ -1,1 +1,73 @@
-fn main() {}
+//! `gateway serve|topics|check-config [--config FILE]`: reads the
+//! configuration, sets up logging, and hands over to the library.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use gateway::config::Config;
+use gateway::{AppState, topics};
+
+const USAGE: &str = "usage: gateway [serve|topics|check-config] [--config FILE]
+  serve         run the HTTP gateway (default)
+  topics        create the catalog's and the gateway's topics where missing
+  check-config  load the configuration and the catalog, then exit
+The config file defaults to $EVENTGW_CONFIG; every key can be overridden
+with EVENTGW__SECTION__KEY=value.";
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,librdkafka=warn".into()),
+        )
+        .init();
+    let mut args = std::env::args().skip(1);
+    let mut command = "serve".to_owned();
+    let mut config_path = std::env::var_os("EVENTGW_CONFIG").map(PathBuf::from);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--config" | "-c" => config_path = Some(args.next().context("--config needs a file")?.into()),
+            "--help" | "-h" => {
+                println!("{USAGE}");
+                return Ok(());
+            }
+            "serve" | "topics" | "check-config" => command = arg,
+            other => anyhow::bail!("unknown argument `{other}`\n{USAGE}"),
+        }
+    }
+    let path = config_path.context(format!("no configuration: pass --config FILE or set EVENTGW_CONFIG\n{USAGE}"))?;
+    let config = Config::load(&path)?;
+    let runtime = actix_web::rt::System::new();
+    runtime.block_on(run(&command, config))
+}
+
+async fn run(command: &str, config: Config) -> anyhow::Result<()> {
+    match command {
+        "check-config" => {
+            let state = AppState::with_kafka(config)?;
+            println!("configuration and catalog are valid: {} events", state.catalog.events().len());
+            Ok(())
+        }
+        "topics" => {
+            let state = AppState::with_kafka(config)?;
+            let created = topics::ensure(&state.catalog, &state.config.kafka).await?;
+            println!("created {} topic(s): {}", created.len(), created.join(", "));
+            Ok(())
+        }
+        _ => serve(config).await,
+    }
+}
+
+async fn serve(config: Config) -> anyhow::Result<()> {
+    let listen = config.server.listen;
+    let listener = TcpListener::bind(listen).with_context(|| format!("cannot listen on {listen}"))?;
+    let state = Arc::new(AppState::with_kafka(config)?);
+    tracing::info!(%listen, events = state.catalog.events().len(), "Gateway listening");
+    gateway::serve(Arc::clone(&state), listener)?.await?;
+    tracing::info!("Server stopped; flushing the producer");
+    state.sink.flush(Duration::from_secs(state.config.server.shutdown_timeout_secs)).map_err(anyhow::Error::msg)?;
+    tracing::info!("Producer flushed; bye");
+    Ok(())
+}

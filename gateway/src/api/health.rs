@@ -1,0 +1,19 @@
+//! Liveness and readiness for load balancers and orchestrators.
+
+use actix_web::{HttpResponse, web};
+use serde_json::json;
+
+use crate::AppState;
+use crate::error::ApiError;
+
+/// `GET /healthz`: the process answers.
+pub async fn healthz() -> HttpResponse {
+    HttpResponse::Ok().json(json!({"status": "ok"}))
+}
+
+/// `GET /readyz`: Kafka answers a metadata request and the catalog is loaded
+/// (it always is once the server runs: start-up refuses a broken catalog).
+pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    state.sink.check_ready().await.map_err(ApiError::NotReady)?;
+    Ok(HttpResponse::Ok().json(json!({"status": "ready", "events": state.catalog.events().len()})))
+}

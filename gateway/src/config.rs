@@ -1,0 +1,317 @@
+//! Typed configuration: one TOML file, every value overridable from the
+//! environment (`EVENTGW__KAFKA__BROKERS=host:9092`). A bad value stops the
+//! gateway at start-up with the file, the key and the problem.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// Prefix of environment overrides; `__` separates the key's segments.
+pub const ENV_PREFIX: &str = "EVENTGW__";
+
+/// The whole configuration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// HTTP listener and request handling.
+    pub server: ServerConfig,
+    /// Size and count limits on what clients send.
+    #[serde(default)]
+    pub limits: LimitsConfig,
+    /// Where the schema catalog lives.
+    pub catalog: CatalogConfig,
+    /// The producer and the topics that are not domain topics.
+    pub kafka: KafkaConfig,
+    /// Who may send, with which write key, to which domains.
+    pub sources: Vec<SourceConfig>,
+}
+
+/// HTTP listener and request handling.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Address to listen on.
+    pub listen: SocketAddr,
+    /// actix worker threads; 0 means one per core.
+    #[serde(default)]
+    pub workers: usize,
+    /// The longest a client waits for an answer. Must exceed the Kafka
+    /// delivery timeout, so a client hears 503 before it gives up.
+    #[serde(default = "default_request_timeout_ms")]
+    pub request_timeout_ms: u64,
+    /// What `Retry-After` tells clients when Kafka is unavailable.
+    #[serde(default = "default_retry_after_secs")]
+    pub retry_after_secs: u64,
+    /// How long a graceful shutdown waits for in-flight requests.
+    #[serde(default = "default_shutdown_secs")]
+    pub shutdown_timeout_secs: u64,
+}
+
+/// Size and count limits on what clients send.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Largest request body accepted, in bytes, before any decoding.
+    pub max_body_bytes: usize,
+    /// Most events accepted in one batch.
+    pub max_batch_events: usize,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self { max_body_bytes: 512 * 1024, max_batch_events: 500 }
+    }
+}
+
+/// Where the schema catalog lives.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CatalogConfig {
+    /// The catalog directory; relative paths are relative to the config file.
+    pub dir: PathBuf,
+}
+
+/// The producer and the topics that are not domain topics.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KafkaConfig {
+    /// Bootstrap brokers, comma separated.
+    pub brokers: String,
+    /// Where events that break their contract go, with the reason.
+    pub dead_letter_topic: String,
+    /// Where `identify`, `group` and `alias` calls go.
+    pub identity_topic: String,
+    /// Where events unknown to the catalog go, for sources whose policy is `pass`.
+    pub unclassified_topic: String,
+    /// `lz4`, `zstd`, `gzip`, `snappy` or `none`.
+    #[serde(default = "default_compression")]
+    pub compression: String,
+    /// How long the producer waits to fill a batch.
+    #[serde(default = "default_linger_ms")]
+    pub linger_ms: u64,
+    /// Largest producer batch in bytes.
+    #[serde(default = "default_batch_size")]
+    pub batch_size: u64,
+    /// How long a record may take to be acknowledged before its request gets 503.
+    #[serde(default = "default_delivery_timeout_ms")]
+    pub delivery_timeout_ms: u64,
+    /// Bound on records waiting in the producer; past it requests get 503.
+    #[serde(default = "default_queue_max_messages")]
+    pub queue_max_messages: u64,
+    /// Bound on bytes waiting in the producer, in KiB; past it requests get 503.
+    #[serde(default = "default_queue_max_kbytes")]
+    pub queue_max_kbytes: u64,
+    /// Partitions of the dead-letter, identity and unclassified topics when created.
+    #[serde(default = "default_partitions")]
+    pub system_topic_partitions: i32,
+    /// Replication factor of every topic the gateway creates.
+    #[serde(default = "default_replication")]
+    pub replication_factor: i32,
+    /// Any other librdkafka producer property, passed through unchanged.
+    #[serde(default)]
+    pub extra: BTreeMap<String, String>,
+}
+
+/// What to do with an event the catalog does not know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnknownEvents {
+    /// Refuse it in the answer; produce nothing.
+    Reject,
+    /// Send it to the dead-letter topic with reason `unknown_event`.
+    DeadLetter,
+    /// Produce it unchecked to the unclassified topic.
+    Pass,
+}
+
+/// One sending source (a website, an app, a backend).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceConfig {
+    /// Stable name, carried on every record.
+    pub id: String,
+    /// The public key clients send (HTTP Basic user name or `writeKey`).
+    pub write_key: String,
+    /// Domains whose events this source may send.
+    pub domains: Vec<String>,
+    /// Policy for events the catalog does not know.
+    #[serde(default = "default_unknown_events")]
+    pub unknown_events: UnknownEvents,
+}
+
+fn default_request_timeout_ms() -> u64 {
+    10_000
+}
+fn default_retry_after_secs() -> u64 {
+    5
+}
+fn default_shutdown_secs() -> u64 {
+    15
+}
+fn default_compression() -> String {
+    "lz4".into()
+}
+fn default_linger_ms() -> u64 {
+    5
+}
+fn default_batch_size() -> u64 {
+    1_000_000
+}
+fn default_delivery_timeout_ms() -> u64 {
+    5_000
+}
+fn default_queue_max_messages() -> u64 {
+    100_000
+}
+fn default_queue_max_kbytes() -> u64 {
+    256 * 1024
+}
+fn default_partitions() -> i32 {
+    3
+}
+fn default_replication() -> i32 {
+    1
+}
+fn default_unknown_events() -> UnknownEvents {
+    UnknownEvents::DeadLetter
+}
+
+/// A configuration that cannot be used; names the file and the key.
+#[derive(Debug, thiserror::Error)]
+#[error("config {file}: {key}: {problem}")]
+pub struct ConfigError {
+    /// The configuration file.
+    pub file: String,
+    /// The key at fault, dotted (`kafka.delivery_timeout_ms`), or `-` for the whole file.
+    pub key: String,
+    /// What is wrong.
+    pub problem: String,
+}
+
+impl Config {
+    /// Reads `path`, applies environment overrides, and checks every value.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        Self::load_with_env(path, std::env::vars())
+    }
+
+    /// As [`Config::load`], with the environment given explicitly (for tests).
+    pub fn load_with_env(path: &Path, env: impl Iterator<Item = (String, String)>) -> Result<Self, ConfigError> {
+        let file = path.display().to_string();
+        let fail = |key: &str, problem: String| ConfigError { file: file.clone(), key: key.into(), problem };
+        let text = std::fs::read_to_string(path).map_err(|e| fail("-", format!("cannot read: {e}")))?;
+        let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| fail("-", e.to_string()))?;
+        for (name, value) in env {
+            if let Some(rest) = name.strip_prefix(ENV_PREFIX) {
+                let segments: Vec<String> = rest.split("__").map(str::to_lowercase).collect();
+                apply_override(&mut table, &segments, &value)
+                    .map_err(|problem| fail(&segments.join("."), format!("from environment {name}: {problem}")))?;
+            }
+        }
+        let mut config: Config = serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+            let key = e.path().to_string();
+            fail(&key, e.into_inner().to_string())
+        })?;
+        if config.catalog.dir.is_relative() {
+            let base = path.parent().unwrap_or(Path::new("."));
+            config.catalog.dir = base.join(&config.catalog.dir);
+        }
+        config.check().map_err(|(key, problem)| fail(key, problem))?;
+        Ok(config)
+    }
+
+    /// Checks values that types alone cannot.
+    fn check(&self) -> Result<(), (&'static str, String)> {
+        let k = &self.kafka;
+        if k.delivery_timeout_ms >= self.server.request_timeout_ms {
+            return Err((
+                "kafka.delivery_timeout_ms",
+                format!(
+                    "{} must be below server.request_timeout_ms ({}) so clients hear 503 before they time out",
+                    k.delivery_timeout_ms, self.server.request_timeout_ms
+                ),
+            ));
+        }
+        if k.linger_ms >= k.delivery_timeout_ms {
+            return Err(("kafka.linger_ms", "must be below kafka.delivery_timeout_ms".into()));
+        }
+        if !["lz4", "zstd", "gzip", "snappy", "none"].contains(&k.compression.as_str()) {
+            return Err(("kafka.compression", format!("`{}` is not one of lz4, zstd, gzip, snappy, none", k.compression)));
+        }
+        if k.brokers.trim().is_empty() {
+            return Err(("kafka.brokers", "must name at least one broker".into()));
+        }
+        if self.limits.max_body_bytes == 0 || self.limits.max_batch_events == 0 {
+            return Err(("limits", "limits must be above zero".into()));
+        }
+        if self.sources.is_empty() {
+            return Err(("sources", "at least one source is needed".into()));
+        }
+        let mut keys = std::collections::HashSet::new();
+        let mut ids = std::collections::HashSet::new();
+        for source in &self.sources {
+            if source.write_key.len() < 8 {
+                return Err(("sources.write_key", format!("source `{}`: write keys need at least 8 characters", source.id)));
+            }
+            if !keys.insert(source.write_key.as_str()) {
+                return Err(("sources.write_key", format!("source `{}` reuses another source's write key", source.id)));
+            }
+            if !ids.insert(source.id.as_str()) {
+                return Err(("sources.id", format!("source id `{}` appears twice", source.id)));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Sets `segments` in `table` to `raw`, read as a TOML value when it parses
+/// as one (numbers, booleans, arrays) and as a string otherwise.
+fn apply_override(table: &mut toml::Table, segments: &[String], raw: &str) -> Result<(), String> {
+    let value = parse_scalar(raw);
+    let (last, parents) = segments.split_last().ok_or("empty key")?;
+    let mut node = table;
+    for (i, segment) in parents.iter().enumerate() {
+        let entry = node.entry(segment.clone()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        node = match entry {
+            toml::Value::Table(t) => t,
+            toml::Value::Array(items) => {
+                let index: usize = segments.get(i + 1).and_then(|s| s.parse().ok()).ok_or("arrays are indexed by number")?;
+                return set_in_array(items, index, &segments[i + 2..], value);
+            }
+            _ => return Err(format!("`{segment}` is not a table")),
+        };
+    }
+    node.insert(last.clone(), value);
+    Ok(())
+}
+
+fn set_in_array(items: &mut [toml::Value], index: usize, rest: &[String], value: toml::Value) -> Result<(), String> {
+    let item = items.get_mut(index).ok_or(format!("there is no element {index}"))?;
+    match (item, rest.is_empty()) {
+        (slot, true) => {
+            *slot = value;
+            Ok(())
+        }
+        (toml::Value::Table(t), false) => {
+            let raw = value_to_raw(&value);
+            apply_override(t, rest, &raw)
+        }
+        _ => Err(format!("element {index} is not a table")),
+    }
+}
+
+fn value_to_raw(value: &toml::Value) -> String {
+    match value {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn parse_scalar(raw: &str) -> toml::Value {
+    format!("v = {raw}")
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(raw.to_owned()))
+}

@@ -1,0 +1,58 @@
+//! An in-memory sink for unit tests of the request path: it keeps what it
+//! was given and can be told to fail.
+
+use std::sync::Mutex;
+
+use futures::future::{BoxFuture, FutureExt};
+
+use super::{Delivered, OutRecord, Sink, SinkError};
+
+/// Stores records in a vector; `fail_with` makes every send fail.
+#[derive(Debug, Default)]
+pub struct MemorySink {
+    records: Mutex<Vec<OutRecord>>,
+    fail_with: Mutex<Option<SinkError>>,
+}
+
+impl MemorySink {
+    /// Every record sent so far.
+    pub fn records(&self) -> Vec<OutRecord> {
+        self.records.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    /// Makes later sends fail with `error` (or succeed again with `None`).
+    pub fn fail_with(&self, error: Option<SinkError>) {
+        if let Ok(mut slot) = self.fail_with.lock() {
+            *slot = error;
+        }
+    }
+}
+
+impl Sink for MemorySink {
+    fn send_all(&self, records: Vec<OutRecord>) -> BoxFuture<'static, Vec<Result<Delivered, SinkError>>> {
+        let failure = self.fail_with.lock().ok().and_then(|f| f.clone());
+        let results = match failure {
+            Some(error) => records.iter().map(|_| Err(error.clone())).collect(),
+            None => {
+                let mut stored = self.records.lock().expect("memory sink lock is never poisoned");
+                records
+                    .into_iter()
+                    .map(|record| {
+                        stored.push(record);
+                        Ok(Delivered { partition: 0, offset: stored.len() as i64 - 1 })
+                    })
+                    .collect()
+            }
+        };
+        async move { results }.boxed()
+    }
+
+    fn check_ready(&self) -> BoxFuture<'static, Result<(), String>> {
+        let failure = self.fail_with.lock().ok().and_then(|f| f.clone());
+        async move { failure.map_or(Ok(()), |e| Err(e.to_string())) }.boxed()
+    }
+
+    fn flush(&self, _timeout: std::time::Duration) -> Result<(), String> {
+        Ok(())
+    }
+}

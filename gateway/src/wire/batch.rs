@@ -1,0 +1,108 @@
+//! Decodes `POST /v1/batch` bodies in the Segment HTTP API shape:
+//! `{"batch": [...], "sentAt": "...", "context": {...}, "writeKey": "..."}`.
+
+use serde_json::{Map, Value};
+
+use crate::config::LimitsConfig;
+use crate::error::ApiError;
+
+/// A decoded batch, events still as the client wrote them.
+#[derive(Debug)]
+pub struct BatchRequest {
+    /// The events, in order.
+    pub events: Vec<Value>,
+    /// When the client sent the batch by its own clock, for skew correction.
+    pub sent_at: Option<String>,
+    /// The write key from the body, for clients that cannot set headers.
+    pub write_key: Option<String>,
+}
+
+/// Parses and shape-checks a batch body. Batch-level `context` is merged
+/// into each event's own `context`, whose keys win.
+pub fn decode_batch(body: &[u8], limits: &LimitsConfig) -> Result<BatchRequest, ApiError> {
+    let value: Value = serde_json::from_slice(body).map_err(|e| ApiError::MalformedJson(e.to_string()))?;
+    let Value::Object(mut top) = value else {
+        return Err(ApiError::InvalidBody("the body must be a JSON object with a `batch` array".into()));
+    };
+    let write_key = match top.remove("writeKey") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(key)) => Some(key),
+        Some(_) => return Err(ApiError::InvalidBody("`writeKey` must be a string".into())),
+    };
+    let sent_at = match top.remove("sentAt") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s),
+        Some(_) => return Err(ApiError::InvalidBody("`sentAt` must be an ISO 8601 string".into())),
+    };
+    let mut events = match top.remove("batch") {
+        Some(Value::Array(events)) => events,
+        Some(_) => return Err(ApiError::InvalidBody("`batch` must be an array of events".into())),
+        None => return Err(ApiError::InvalidBody("the body has no `batch` array".into())),
+    };
+    if events.is_empty() {
+        return Err(ApiError::InvalidBody("`batch` is empty; send at least one event".into()));
+    }
+    if events.len() > limits.max_batch_events {
+        return Err(ApiError::BatchTooLarge { count: events.len(), limit: limits.max_batch_events });
+    }
+    if let Some(Value::Object(shared)) = top.remove("context") {
+        for event in &mut events {
+            merge_context(event, &shared);
+        }
+    }
+    Ok(BatchRequest { events, sent_at, write_key })
+}
+
+fn merge_context(event: &mut Value, shared: &Map<String, Value>) {
+    let Value::Object(event) = event else { return };
+    let context = event.entry("context").or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(context) = context {
+        for (key, value) in shared {
+            context.entry(key.clone()).or_insert_with(|| value.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn limits(max_batch_events: usize) -> LimitsConfig {
+        LimitsConfig { max_body_bytes: 1 << 20, max_batch_events }
+    }
+
+    fn decode(body: Value, max: usize) -> Result<BatchRequest, ApiError> {
+        decode_batch(body.to_string().as_bytes(), &limits(max))
+    }
+
+    #[test]
+    fn takes_write_key_sent_at_and_shared_context() {
+        let batch = decode(
+            json!({"writeKey": "k", "sentAt": "2026-01-01T00:00:00Z", "context": {"ip": "1.2.3.4", "locale": "en"},
+                   "batch": [{"type": "track", "context": {"locale": "de"}}]}),
+            10,
+        )
+        .expect("valid");
+        assert_eq!(batch.write_key.as_deref(), Some("k"));
+        assert_eq!(batch.sent_at.as_deref(), Some("2026-01-01T00:00:00Z"));
+        assert_eq!(batch.events[0]["context"], json!({"locale": "de", "ip": "1.2.3.4"}));
+    }
+
+    #[test]
+    fn batch_length_limit_is_exact() {
+        let events = |n: usize| json!({"batch": vec![json!({"type": "track"}); n]});
+        assert_eq!(decode(events(3), 3).expect("at the limit").events.len(), 3);
+        let err = decode(events(4), 3).expect_err("one past the limit");
+        assert_eq!(err.code(), "batch_too_large");
+    }
+
+    #[test]
+    fn shape_errors_have_their_codes() {
+        assert_eq!(decode_batch(b"{\"batch\": [", &limits(5)).expect_err("eof").code(), "malformed_json");
+        assert_eq!(decode(json!([1]), 5).expect_err("array").code(), "invalid_body");
+        assert_eq!(decode(json!({"batch": {}}), 5).expect_err("object").code(), "invalid_body");
+        assert_eq!(decode(json!({"batch": []}), 5).expect_err("empty").code(), "invalid_body");
+        assert_eq!(decode(json!({"batch": [{}], "writeKey": 5}), 5).expect_err("key").code(), "invalid_body");
+    }
+}
