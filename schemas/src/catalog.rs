@@ -43,6 +43,9 @@ pub struct EventSchema {
     pub version: u32,
     /// Where it was loaded from.
     pub origin: String,
+    /// Whole example events from the schema's `examples`; each is checked
+    /// against the schema when the catalog compiles.
+    pub examples: Vec<Value>,
     validator: Validator,
 }
 
@@ -194,7 +197,21 @@ fn compile_event(source: &DomainSource, name: &str, spec: &crate::EventSpec) -> 
             .should_validate_formats(true)
             .build(&doc.json)
             .map_err(|e| CatalogError::new(&doc.origin, format!("not a valid JSON Schema: {e}")))?;
-        let compiled = EventSchema { version: doc.version, origin: doc.origin.clone(), validator };
+        let examples = match doc.json.get("examples") {
+            None => Vec::new(),
+            Some(Value::Array(items)) => items.clone(),
+            Some(_) => return Err(CatalogError::new(&doc.origin, "`examples` must be an array of events")),
+        };
+        let compiled = EventSchema { version: doc.version, origin: doc.origin.clone(), examples, validator };
+        for (i, example) in compiled.examples.iter().enumerate() {
+            if let Err(errors) = compiled.validate(example) {
+                let first = errors.first().map(|e| format!("{}: {}", e.path, e.message)).unwrap_or_default();
+                return Err(CatalogError::new(&doc.origin, format!("example {i} breaks its own schema ({first})")));
+            }
+            if key.extract(example).is_none() {
+                return Err(CatalogError::new(&doc.origin, format!("example {i} has no key ({})", key.describe())));
+            }
+        }
         if versions.insert(doc.version, compiled).is_some() {
             return Err(CatalogError::new(&doc.origin, format!("version {} appears twice", doc.version)));
         }

@@ -147,3 +147,22 @@ fn refuses_duplicate_event_names_across_domains() {
     });
     assert!(err.contains("Order Completed") && err.contains("already defined"), "{err}");
 }
+
+#[test]
+fn every_version_has_a_valid_example_and_bad_examples_are_refused() {
+    let catalog = shipped();
+    for event in catalog.events() {
+        for schema in event.versions() {
+            assert!(!schema.examples.is_empty(), "{} v{} has no example", event.name, schema.version);
+            for example in &schema.examples {
+                assert!(schema.validate(example).is_ok());
+            }
+        }
+    }
+    let (_, err) = refused("example", |d| {
+        let path = d.join("billing/payment_captured/1.json");
+        let text = fs::read_to_string(&path).expect("read").replace("\"pay-555\"", "555");
+        fs::write(path, text).expect("write")
+    });
+    assert!(err.contains("payment_captured/1.json") && err.contains("example 0 breaks its own schema"), "{err}");
+}

@@ -1,0 +1,155 @@
+//! Shared helpers for end-to-end tests: a real gateway on port 0 in this
+//! process, talking to a real Kafka broker, and a consumer that reads
+//! topics back so tests check what landed, not what was answered.
+#![allow(dead_code, missing_docs)]
+
+use std::collections::HashMap;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix_web::dev::ServerHandle;
+use gateway::AppState;
+use gateway::config::Config;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{Headers, Message};
+use rdkafka::{Offset, TopicPartitionList};
+use serde_json::Value;
+
+/// Brokers of the shared test Kafka (`scripts/kafka start`).
+pub fn brokers() -> String {
+    std::env::var("KAFKA_BROKERS").unwrap_or_else(|_| "127.0.0.1:9092".into())
+}
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("gateway/ has a parent").to_path_buf()
+}
+
+/// The checked-in dev configuration, pointed at `brokers`.
+pub fn config(brokers: &str) -> Config {
+    let env = vec![("EVENTGW__KAFKA__BROKERS".to_owned(), brokers.to_owned())];
+    Config::load_with_env(&repo_root().join("gateway/config/dev.toml"), env.into_iter()).expect("dev config loads")
+}
+
+pub struct TestGateway {
+    pub url: String,
+    pub state: Arc<AppState>,
+    handle: ServerHandle,
+}
+
+impl TestGateway {
+    /// Runs the real server with `config` on 127.0.0.1:0, after creating the
+    /// topics it needs. Call from within an actix runtime (`#[actix_web::test]`).
+    pub async fn start(config: Config) -> Self {
+        let state = Arc::new(AppState::with_kafka(config).expect("gateway state builds"));
+        gateway::topics::ensure(&state.catalog, &state.config.kafka)
+            .await
+            .unwrap_or_else(|e| panic!("cannot reach Kafka at {}: {e}; run scripts/kafka start", state.config.kafka.brokers));
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind port 0");
+        let url = format!("http://{}", listener.local_addr().expect("local addr"));
+        let server = gateway::serve(Arc::clone(&state), listener).expect("server starts");
+        let handle = server.handle();
+        actix_web::rt::spawn(server);
+        Self { url, state, handle }
+    }
+
+    pub async fn stop(self) {
+        self.handle.stop(true).await;
+    }
+
+    /// POSTs `body` to `path` with the demo write key as HTTP Basic user.
+    pub async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        let response = reqwest::Client::new()
+            .post(format!("{}{path}", self.url))
+            .basic_auth("demo-write-key", Some(""))
+            .json(body)
+            .send()
+            .await
+            .expect("request sent");
+        let status = response.status().as_u16();
+        (status, response.json().await.expect("JSON body"))
+    }
+}
+
+/// One record read back from Kafka.
+#[derive(Debug, Clone)]
+pub struct Consumed {
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    pub key: Option<String>,
+    pub headers: HashMap<String, String>,
+    pub value: Value,
+}
+
+/// Every record of `topic` from the beginning to the current end, read by
+/// partition assignment (no consumer group, so tests do not interfere).
+pub fn read_topic(brokers: &str, topic: &str) -> Vec<Consumed> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", "eventgw-tests-unused")
+        .set("enable.auto.commit", "false")
+        .set("enable.partition.eof", "false")
+        .create()
+        .expect("consumer");
+    let metadata = consumer.fetch_metadata(Some(topic), Duration::from_secs(10)).expect("metadata");
+    let partitions: Vec<i32> = metadata.topics()[0].partitions().iter().map(|p| p.id()).collect();
+    assert!(!partitions.is_empty(), "topic {topic} does not exist");
+    let mut assignment = TopicPartitionList::new();
+    let mut ends = HashMap::new();
+    for p in &partitions {
+        let (low, high) = consumer.fetch_watermarks(topic, *p, Duration::from_secs(10)).expect("watermarks");
+        if high > low {
+            assignment.add_partition_offset(topic, *p, Offset::Offset(low)).expect("assign");
+            ends.insert(*p, high);
+        }
+    }
+    let mut records = Vec::new();
+    if ends.is_empty() {
+        return records;
+    }
+    consumer.assign(&assignment).expect("assign");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !ends.is_empty() {
+        assert!(Instant::now() < deadline, "reading {topic} timed out; still waiting for {ends:?}");
+        let Some(message) = consumer.poll(Duration::from_millis(500)) else { continue };
+        let m = message.expect("consume");
+        let headers = m
+            .headers()
+            .map(|hs| {
+                hs.iter()
+                    .map(|h| (h.key.to_owned(), String::from_utf8_lossy(h.value.unwrap_or_default()).into_owned()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        records.push(Consumed {
+            topic: topic.to_owned(),
+            partition: m.partition(),
+            offset: m.offset(),
+            key: m.key().map(|k| String::from_utf8_lossy(k).into_owned()),
+            headers,
+            value: serde_json::from_slice(m.payload().unwrap_or_default()).expect("JSON record"),
+        });
+        if ends.get(&m.partition()).is_some_and(|end| m.offset() + 1 >= *end) {
+            ends.remove(&m.partition());
+        }
+    }
+    records
+}
+
+/// Records of `topic` whose `event-id` header is `message_id`.
+pub fn find(brokers: &str, topic: &str, message_id: &str) -> Vec<Consumed> {
+    read_topic(brokers, topic).into_iter().filter(|r| r.headers.get("event-id").map(String::as_str) == Some(message_id)).collect()
+}
+
+/// Every topic the gateway writes to, per its configuration and catalog.
+pub fn all_topics(state: &AppState) -> Vec<String> {
+    gateway::topics::wanted(&state.catalog, &state.config.kafka).into_iter().map(|(t, _)| t).collect()
+}
+
+/// A fresh id, so tests sharing a broker never confuse each other's records.
+pub fn unique(prefix: &str) -> String {
+    format!("{prefix}-{}", uuid::Uuid::new_v4())
+}
