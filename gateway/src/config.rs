@@ -109,8 +109,9 @@ pub struct KafkaConfig {
     /// Replication factor of every topic the gateway creates.
     #[serde(default = "default_replication")]
     pub replication_factor: i32,
-    /// Any other librdkafka producer property, passed through unchanged.
-    #[serde(default)]
+    /// Any other librdkafka producer property, passed through unchanged
+    /// (numbers and booleans are written as librdkafka expects them).
+    #[serde(default, deserialize_with = "scalar_strings")]
     pub extra: BTreeMap<String, String>,
 }
 
@@ -139,6 +140,32 @@ pub struct SourceConfig {
     /// Policy for events the catalog does not know.
     #[serde(default = "default_unknown_events")]
     pub unknown_events: UnknownEvents,
+}
+
+/// librdkafka takes every property as a string; TOML and the environment
+/// naturally give numbers and booleans.
+fn scalar_strings<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Scalar {
+        Text(String),
+        Int(i64),
+        Float(f64),
+        Bool(bool),
+    }
+    let raw = BTreeMap::<String, Scalar>::deserialize(d)?;
+    Ok(raw
+        .into_iter()
+        .map(|(k, v)| {
+            let text = match v {
+                Scalar::Text(s) => s,
+                Scalar::Int(i) => i.to_string(),
+                Scalar::Float(f) => f.to_string(),
+                Scalar::Bool(b) => b.to_string(),
+            };
+            (k, text)
+        })
+        .collect())
 }
 
 fn default_request_timeout_ms() -> u64 {
@@ -237,7 +264,10 @@ impl Config {
             return Err(("kafka.linger_ms", "must be below kafka.delivery_timeout_ms".into()));
         }
         if !["lz4", "zstd", "gzip", "snappy", "none"].contains(&k.compression.as_str()) {
-            return Err(("kafka.compression", format!("`{}` is not one of lz4, zstd, gzip, snappy, none", k.compression)));
+            return Err((
+                "kafka.compression",
+                format!("`{}` is not one of lz4, zstd, gzip, snappy, none", k.compression),
+            ));
         }
         if k.brokers.trim().is_empty() {
             return Err(("kafka.brokers", "must name at least one broker".into()));
@@ -252,7 +282,10 @@ impl Config {
         let mut ids = std::collections::HashSet::new();
         for source in &self.sources {
             if source.write_key.len() < 8 {
-                return Err(("sources.write_key", format!("source `{}`: write keys need at least 8 characters", source.id)));
+                return Err((
+                    "sources.write_key",
+                    format!("source `{}`: write keys need at least 8 characters", source.id),
+                ));
             }
             if !keys.insert(source.write_key.as_str()) {
                 return Err(("sources.write_key", format!("source `{}` reuses another source's write key", source.id)));
@@ -276,7 +309,8 @@ fn apply_override(table: &mut toml::Table, segments: &[String], raw: &str) -> Re
         node = match entry {
             toml::Value::Table(t) => t,
             toml::Value::Array(items) => {
-                let index: usize = segments.get(i + 1).and_then(|s| s.parse().ok()).ok_or("arrays are indexed by number")?;
+                let index: usize =
+                    segments.get(i + 1).and_then(|s| s.parse().ok()).ok_or("arrays are indexed by number")?;
                 return set_in_array(items, index, &segments[i + 2..], value);
             }
             _ => return Err(format!("`{segment}` is not a table")),

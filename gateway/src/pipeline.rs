@@ -154,7 +154,8 @@ impl Admission<'_> {
             UnknownEvents::DeadLetter => Err(Refusal::dead("unknown_event", message)),
             UnknownEvents::Pass => Ok(Route {
                 topic: self.kafka.unclassified_topic.clone(),
-                key: user_key(event).ok_or_else(|| Refusal::dead("missing_key", "needs `userId` or `anonymousId`".into()))?,
+                key: user_key(event)
+                    .ok_or_else(|| Refusal::dead("missing_key", "needs `userId` or `anonymousId`".into()))?,
                 schema: "unclassified".into(),
                 version: "0".into(),
                 name: name.to_owned(),
@@ -172,13 +173,14 @@ impl Admission<'_> {
         };
         let missing: Vec<SchemaViolation> = required
             .iter()
-            .filter(|f| !event.get(**f).is_some_and(|v| v.as_str().is_some_and(|s| !s.is_empty())))
+            .filter(|f| event.get(**f).and_then(Value::as_str).is_none_or(str::is_empty))
             .map(|f| SchemaViolation { path: format!("/{f}"), message: format!("`{f}` is required for {kind}") })
             .collect();
         if !missing.is_empty() {
             return Err(Refusal::DeadLetter("schema_violation", format!("the {kind} call is incomplete"), missing));
         }
-        let key = user_key(event).ok_or_else(|| Refusal::dead("missing_key", "needs `userId` or `anonymousId`".into()))?;
+        let key =
+            user_key(event).ok_or_else(|| Refusal::dead("missing_key", "needs `userId` or `anonymousId`".into()))?;
         Ok(Route {
             topic: self.kafka.identity_topic.clone(),
             key,

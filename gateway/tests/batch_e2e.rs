@@ -92,7 +92,10 @@ async fn invalid_event_is_dead_lettered_with_reasons_and_valid_ones_still_land()
     ]});
     let (status, answer) = gw.post("/v1/batch", &batch).await;
     assert_eq!(status, 200, "{answer}");
-    assert_eq!((answer["accepted"].as_u64(), answer["invalid"].as_u64(), answer["rejected"].as_u64()), (Some(1), Some(2), Some(1)));
+    assert_eq!(
+        (answer["accepted"].as_u64(), answer["invalid"].as_u64(), answer["rejected"].as_u64()),
+        (Some(1), Some(2), Some(1))
+    );
     let events = &answer["events"];
     assert_eq!(events[1]["status"], "invalid");
     assert_eq!(events[1]["code"], "schema_violation");
@@ -124,13 +127,20 @@ async fn bad_credentials_and_malformed_json_are_refused_and_produce_nothing() {
     let client = reqwest::Client::new();
     let url = format!("{}/v1/batch", gw.url);
 
-    let wrong_key = client.post(&url).basic_auth("not-a-key", Some("")).json(&json!({"batch": [event]})).send().await.expect("sent");
+    let wrong_key = client
+        .post(&url)
+        .basic_auth("not-a-key", Some(""))
+        .json(&json!({"batch": [event]}))
+        .send()
+        .await
+        .expect("sent");
     assert_eq!(wrong_key.status().as_u16(), 401);
     let body: Value = wrong_key.json().await.expect("json");
     assert_eq!(body["code"], "invalid_write_key");
     assert!(body["message"].as_str().is_some_and(|m| !m.is_empty()));
 
-    let body_key = client.post(&url).json(&json!({"writeKey": "also-wrong", "batch": [event]})).send().await.expect("sent");
+    let body_key =
+        client.post(&url).json(&json!({"writeKey": "also-wrong", "batch": [event]})).send().await.expect("sent");
     assert_eq!(body_key.status().as_u16(), 401);
 
     let no_key = client.post(&url).json(&json!({"batch": [event]})).send().await.expect("sent");
@@ -138,7 +148,8 @@ async fn bad_credentials_and_malformed_json_are_refused_and_produce_nothing() {
     assert_eq!(no_key.json::<Value>().await.expect("json")["code"], "missing_credentials");
 
     let truncated = format!("{{\"batch\": [{{\"type\": \"track\", \"messageId\": \"{id}\"");
-    let malformed = client.post(&url).basic_auth("demo-write-key", Some("")).body(truncated).send().await.expect("sent");
+    let malformed =
+        client.post(&url).basic_auth("demo-write-key", Some("")).body(truncated).send().await.expect("sent");
     assert_eq!(malformed.status().as_u16(), 400);
     let body: Value = malformed.json().await.expect("json");
     assert_eq!(body["code"], "malformed_json");
@@ -170,8 +181,10 @@ async fn write_key_in_body_works_and_missing_message_id_gets_a_uuid_v7() {
     assert_eq!(value["originalTimestamp"], "2026-01-01T00:00:00Z");
     // The device clock said it sent 10 s after the event; the event happened
     // 10 s before the gateway received it, by the gateway's clock.
-    let received = chrono::DateTime::parse_from_rfc3339(value["receivedAt"].as_str().expect("receivedAt")).expect("time");
-    let corrected = chrono::DateTime::parse_from_rfc3339(value["timestamp"].as_str().expect("timestamp")).expect("time");
+    let received =
+        chrono::DateTime::parse_from_rfc3339(value["receivedAt"].as_str().expect("receivedAt")).expect("time");
+    let corrected =
+        chrono::DateTime::parse_from_rfc3339(value["timestamp"].as_str().expect("timestamp")).expect("time");
     assert_eq!((received - corrected).num_seconds(), 10);
     assert!(value.get("writeKey").is_none(), "the write key is not copied onto records");
     gw.stop().await;

@@ -157,9 +157,9 @@ impl EventType {
     /// key. On success returns the schema used and the key.
     pub fn check(&self, event: &Value, pinned: Option<u32>) -> Result<(&EventSchema, String), Violation> {
         let schema = match pinned {
-            Some(v) => self
-                .version(v)
-                .ok_or(Violation::UnknownVersion { requested: v, latest: self.latest().version })?,
+            Some(v) => {
+                self.version(v).ok_or(Violation::UnknownVersion { requested: v, latest: self.latest().version })?
+            }
             None => self.latest(),
         };
         schema.validate(event).map_err(Violation::Schema)?;
@@ -240,11 +240,7 @@ fn compile_event(source: &DomainSource, name: &str, spec: &crate::EventSpec) -> 
 
 fn check_name(origin: &str, what: &str, name: &str) -> Result<(), CatalogError> {
     let ok = !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if ok {
-        Ok(())
-    } else {
-        Err(CatalogError::new(origin, format!("{what} `{name}` must be lower_snake_case")))
-    }
+    if ok { Ok(()) } else { Err(CatalogError::new(origin, format!("{what} `{name}` must be lower_snake_case"))) }
 }
 
 /// Kafka's own rule for topic names: 1..249 of `[a-zA-Z0-9._-]`.

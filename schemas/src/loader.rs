@@ -70,8 +70,8 @@ fn load_versions(dir: &Path, schema: &str) -> Result<Vec<SchemaDocument>, Catalo
             .map_err(|_| CatalogError::new(&file_origin, "file name must be a version number, e.g. 1.json"))?;
         let text =
             fs::read_to_string(&path).map_err(|e| CatalogError::new(&file_origin, format!("cannot read: {e}")))?;
-        let json = serde_json::from_str(&text)
-            .map_err(|e| CatalogError::new(&file_origin, format!("not valid JSON: {e}")))?;
+        let json =
+            serde_json::from_str(&text).map_err(|e| CatalogError::new(&file_origin, format!("not valid JSON: {e}")))?;
         docs.push(SchemaDocument { schema: schema.to_owned(), version, origin: file_origin, json });
     }
     Ok(docs)

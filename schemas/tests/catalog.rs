@@ -42,10 +42,7 @@ fn newest_version_is_the_default_and_older_ones_stay_valid() {
         "properties": {"url": "https://shop.example/x", "path": "/x", "search": 7}});
     assert!(page.check(&bad_search, Some(1)).is_ok(), "v1 has no `search` field");
     assert!(matches!(page.check(&bad_search, None), Err(Violation::Schema(_))));
-    assert_eq!(
-        page.check(&v2_only, Some(3)).err(),
-        Some(Violation::UnknownVersion { requested: 3, latest: 2 })
-    );
+    assert_eq!(page.check(&v2_only, Some(3)).err(), Some(Violation::UnknownVersion { requested: 3, latest: 2 }));
 }
 
 #[test]

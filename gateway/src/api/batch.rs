@@ -13,7 +13,11 @@ use crate::pipeline::Admission;
 use crate::wire;
 
 /// auth → decode → validate → enrich → route → produce → answer.
-pub async fn batch(req: HttpRequest, payload: web::Payload, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+pub async fn batch(
+    req: HttpRequest,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
     let received_at = (state.clock)();
     // A header key is checked before the body is read; a body key after.
     let header_source = auth::basic_user(&req)?.map(|key| state.write_keys.source(&key)).transpose()?;

@@ -72,7 +72,9 @@ pub async fn produce(
     if results.iter().any(|r| matches!(r, Err(SinkError::QueueFull))) {
         return Err(ApiError::Backpressure { retry_after });
     }
-    if let Some(Err(SinkError::Unavailable(detail))) = results.iter().find(|r| matches!(r, Err(SinkError::Unavailable(_)))) {
+    if let Some(Err(SinkError::Unavailable(detail))) =
+        results.iter().find(|r| matches!(r, Err(SinkError::Unavailable(_))))
+    {
         return Err(ApiError::KafkaUnavailable { detail: detail.clone(), retry_after });
     }
     let mut results = results.into_iter();

@@ -57,14 +57,16 @@ impl WriteKeys {
 pub fn basic_user(req: &HttpRequest) -> Result<Option<String>, ApiError> {
     let Some(header) = req.headers().get(AUTHORIZATION) else { return Ok(None) };
     let value = header.to_str().map_err(|_| ApiError::MalformedCredentials("it is not ASCII"))?;
-    let (scheme, encoded) = value.trim().split_once(' ').ok_or(ApiError::MalformedCredentials("expected `Basic <base64>`"))?;
+    let (scheme, encoded) =
+        value.trim().split_once(' ').ok_or(ApiError::MalformedCredentials("expected `Basic <base64>`"))?;
     if !scheme.eq_ignore_ascii_case("basic") {
         return Err(ApiError::MalformedCredentials("only the Basic scheme is supported"));
     }
     let decoded = base64::engine::general_purpose::STANDARD
         .decode(encoded.trim())
         .map_err(|_| ApiError::MalformedCredentials("the Basic credentials are not base64"))?;
-    let text = String::from_utf8(decoded).map_err(|_| ApiError::MalformedCredentials("the Basic credentials are not UTF-8"))?;
+    let text = String::from_utf8(decoded)
+        .map_err(|_| ApiError::MalformedCredentials("the Basic credentials are not UTF-8"))?;
     let user = text.split_once(':').map_or(text.as_str(), |(user, _password)| user);
     if user.is_empty() {
         return Err(ApiError::MalformedCredentials("the Basic user name (the write key) is empty"));

@@ -11,11 +11,8 @@ use crate::error::ApiError;
 
 /// The whole body, at most `limit` bytes.
 pub async fn read_body(req: &HttpRequest, mut payload: Payload, limit: usize) -> Result<Bytes, ApiError> {
-    let declared = req
-        .headers()
-        .get(CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok());
+    let declared =
+        req.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok());
     if declared.is_some_and(|len| len > limit) {
         return Err(ApiError::BodyTooLarge { limit });
     }

@@ -44,9 +44,9 @@ impl TestGateway {
     /// topics it needs. Call from within an actix runtime (`#[actix_web::test]`).
     pub async fn start(config: Config) -> Self {
         let state = Arc::new(AppState::with_kafka(config).expect("gateway state builds"));
-        gateway::topics::ensure(&state.catalog, &state.config.kafka)
-            .await
-            .unwrap_or_else(|e| panic!("cannot reach Kafka at {}: {e}; run scripts/kafka start", state.config.kafka.brokers));
+        gateway::topics::ensure(&state.catalog, &state.config.kafka).await.unwrap_or_else(|e| {
+            panic!("cannot reach Kafka at {}: {e}; run scripts/kafka start", state.config.kafka.brokers)
+        });
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind port 0");
         let url = format!("http://{}", listener.local_addr().expect("local addr"));
         let server = gateway::serve(Arc::clone(&state), listener).expect("server starts");
@@ -141,7 +141,10 @@ pub fn read_topic(brokers: &str, topic: &str) -> Vec<Consumed> {
 
 /// Records of `topic` whose `event-id` header is `message_id`.
 pub fn find(brokers: &str, topic: &str, message_id: &str) -> Vec<Consumed> {
-    read_topic(brokers, topic).into_iter().filter(|r| r.headers.get("event-id").map(String::as_str) == Some(message_id)).collect()
+    read_topic(brokers, topic)
+        .into_iter()
+        .filter(|r| r.headers.get("event-id").map(String::as_str) == Some(message_id))
+        .collect()
 }
 
 /// Every topic the gateway writes to, per its configuration and catalog.

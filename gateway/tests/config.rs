@@ -1,0 +1,70 @@
+//! Configuration: environment overrides, and errors that name the file, the
+//! key and the problem.
+
+use std::path::{Path, PathBuf};
+
+use gateway::config::Config;
+
+fn dev() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("config/dev.toml")
+}
+
+fn with_env(vars: &[(&str, &str)]) -> Result<Config, gateway::config::ConfigError> {
+    let env: Vec<(String, String)> = vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    Config::load_with_env(&dev(), env.into_iter())
+}
+
+fn scratch(name: &str, text: &str) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("eventgw-config-{name}-{}.toml", std::process::id()));
+    std::fs::write(&path, text).expect("write");
+    path
+}
+
+#[test]
+fn dev_config_loads_and_environment_overrides_any_key() {
+    let config = with_env(&[]).expect("dev config");
+    assert_eq!(config.kafka.brokers, "127.0.0.1:9092");
+    assert!(config.catalog.dir.ends_with("schemas"), "relative to the config file");
+    let config = with_env(&[
+        ("EVENTGW__KAFKA__BROKERS", "10.0.0.1:9092,10.0.0.2:9092"),
+        ("EVENTGW__KAFKA__LINGER_MS", "20"),
+        ("EVENTGW__SOURCES__0__WRITE_KEY", "rotated-key-123"),
+        ("EVENTGW__KAFKA__EXTRA__SOCKET.KEEPALIVE.ENABLE", "true"),
+        ("UNRELATED", "ignored"),
+    ])
+    .expect("overridden");
+    assert_eq!(config.kafka.brokers, "10.0.0.1:9092,10.0.0.2:9092");
+    assert_eq!(config.kafka.linger_ms, 20);
+    assert_eq!(config.sources[0].write_key, "rotated-key-123");
+    assert_eq!(config.kafka.extra.get("socket.keepalive.enable").map(String::as_str), Some("true"));
+}
+
+#[test]
+fn a_wrong_type_names_the_key() {
+    let err = with_env(&[("EVENTGW__KAFKA__LINGER_MS", "soon")]).expect_err("not a number").to_string();
+    assert!(err.contains("dev.toml") && err.contains("kafka.linger_ms"), "{err}");
+}
+
+#[test]
+fn delivery_timeout_must_be_below_the_request_timeout() {
+    let err = with_env(&[("EVENTGW__KAFKA__DELIVERY_TIMEOUT_MS", "10000")]).expect_err("equal").to_string();
+    assert!(err.contains("kafka.delivery_timeout_ms") && err.contains("server.request_timeout_ms"), "{err}");
+    assert!(with_env(&[("EVENTGW__KAFKA__DELIVERY_TIMEOUT_MS", "9999")]).is_ok(), "one below is fine");
+}
+
+#[test]
+fn unknown_keys_bad_values_and_syntax_errors_are_refused() {
+    let text = std::fs::read_to_string(dev()).expect("read").replace("linger_ms", "linger_msec");
+    let path = scratch("unknown", &text);
+    let err = Config::load(&path).expect_err("unknown key").to_string();
+    assert!(err.contains(&path.display().to_string()) && err.contains("linger_msec"), "{err}");
+    let err = with_env(&[("EVENTGW__KAFKA__COMPRESSION", "brotli")]).expect_err("codec").to_string();
+    assert!(err.contains("kafka.compression") && err.contains("brotli"), "{err}");
+    let err = with_env(&[("EVENTGW__SOURCES__0__WRITE_KEY", "short")]).expect_err("short key").to_string();
+    assert!(err.contains("sources.write_key"), "{err}");
+    let path = scratch("syntax", "[server\nlisten = 1");
+    let err = Config::load(&path).expect_err("syntax").to_string();
+    assert!(err.contains(&path.display().to_string()), "{err}");
+    let err = Config::load(Path::new("/nonexistent/eventgw.toml")).expect_err("missing").to_string();
+    assert!(err.contains("/nonexistent/eventgw.toml") && err.contains("cannot read"), "{err}");
+}
