@@ -22,6 +22,9 @@ pub struct Config {
     pub limits: LimitsConfig,
     /// Where the schema catalog lives.
     pub catalog: CatalogConfig,
+    /// What the gateway adds to events: client IP, user agent.
+    #[serde(default)]
+    pub enrichment: EnrichmentConfig,
     /// The producer and the topics that are not domain topics.
     pub kafka: KafkaConfig,
     /// Who may send, with which write key, to which domains.
@@ -47,21 +50,68 @@ pub struct ServerConfig {
     /// How long a graceful shutdown waits for in-flight requests.
     #[serde(default = "default_shutdown_secs")]
     pub shutdown_timeout_secs: u64,
+    /// A client must finish sending the request head within this (slow-loris).
+    #[serde(default = "default_header_timeout_ms")]
+    pub header_timeout_ms: u64,
+    /// A client must finish sending the body within this.
+    #[serde(default = "default_body_timeout_ms")]
+    pub body_timeout_ms: u64,
+    /// Open connections per worker; past it new connections wait in the backlog.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
+    /// Idle keep-alive connections are closed after this.
+    #[serde(default = "default_keep_alive_secs")]
+    pub keep_alive_secs: u64,
 }
 
-/// Size and count limits on what clients send.
-#[derive(Debug, Clone, Deserialize)]
+/// What the gateway adds to events.
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct EnrichmentConfig {
+    /// Proxies (addresses or CIDR ranges) whose `X-Forwarded-For` is believed;
+    /// from anyone else the header is ignored, so clients cannot forge an IP.
+    #[serde(default)]
+    pub trusted_proxies: Vec<String>,
+    /// Zero the last octet of IPv4 (last 80 bits of IPv6) before storing.
+    #[serde(default)]
+    pub anonymize_ip: bool,
+}
+
+/// Size and count limits on what clients send; each missing key takes its default.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct LimitsConfig {
-    /// Largest request body accepted, in bytes, before any decoding.
+    /// Largest request body accepted, in bytes, as sent (before gunzip): 413 `body_too_large`.
     pub max_body_bytes: usize,
-    /// Most events accepted in one batch.
+    /// Largest body after gunzip: 413 `decompressed_too_large`.
+    pub max_decompressed_bytes: usize,
+    /// Largest single event as compact JSON: that event is rejected, `event_too_large`.
+    pub max_event_bytes: usize,
+    /// Most events accepted in one batch: 413 `batch_too_large`.
     pub max_batch_events: usize,
+    /// Deepest nesting of objects and arrays: 400 `json_too_deep`.
+    pub max_json_depth: usize,
+    /// Longest string, key or value: 400 `string_too_long`.
+    pub max_string_bytes: usize,
 }
 
 impl Default for LimitsConfig {
     fn default() -> Self {
-        Self { max_body_bytes: 512 * 1024, max_batch_events: 500 }
+        Self {
+            max_body_bytes: 512 * 1024,
+            max_decompressed_bytes: 2 * 1024 * 1024,
+            max_event_bytes: 32 * 1024,
+            max_batch_events: 500,
+            max_json_depth: 32,
+            max_string_bytes: 16 * 1024,
+        }
+    }
+}
+
+impl LimitsConfig {
+    /// The parser-level part.
+    pub fn json(&self) -> crate::wire::JsonLimits {
+        crate::wire::JsonLimits { max_depth: self.max_json_depth, max_string_bytes: self.max_string_bytes }
     }
 }
 
@@ -140,6 +190,13 @@ pub struct SourceConfig {
     /// Policy for events the catalog does not know.
     #[serde(default = "default_unknown_events")]
     pub unknown_events: UnknownEvents,
+    /// Web origins whose pages may read this source's answers (CORS), e.g.
+    /// `https://shop.example`; `*` allows any origin (never with credentials).
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+    /// Refuse a whole batch with 422 when any event would not be accepted.
+    #[serde(default)]
+    pub strict: bool,
 }
 
 /// librdkafka takes every property as a string; TOML and the environment
@@ -176,6 +233,18 @@ fn default_retry_after_secs() -> u64 {
 }
 fn default_shutdown_secs() -> u64 {
     15
+}
+fn default_header_timeout_ms() -> u64 {
+    5_000
+}
+fn default_body_timeout_ms() -> u64 {
+    10_000
+}
+fn default_max_connections() -> usize {
+    25_000
+}
+fn default_keep_alive_secs() -> u64 {
+    75
 }
 fn default_compression() -> String {
     "lz4".into()
@@ -272,8 +341,25 @@ impl Config {
         if k.brokers.trim().is_empty() {
             return Err(("kafka.brokers", "must name at least one broker".into()));
         }
-        if self.limits.max_body_bytes == 0 || self.limits.max_batch_events == 0 {
-            return Err(("limits", "limits must be above zero".into()));
+        let l = &self.limits;
+        let limits = [
+            ("limits.max_body_bytes", l.max_body_bytes),
+            ("limits.max_decompressed_bytes", l.max_decompressed_bytes),
+            ("limits.max_event_bytes", l.max_event_bytes),
+            ("limits.max_batch_events", l.max_batch_events),
+            ("limits.max_json_depth", l.max_json_depth),
+            ("limits.max_string_bytes", l.max_string_bytes),
+        ];
+        if let Some((key, _)) = limits.iter().find(|(_, v)| *v == 0) {
+            return Err((key, "must be above zero".into()));
+        }
+        if !(3..=120).contains(&l.max_json_depth) {
+            return Err(("limits.max_json_depth", "must be between 3 (body, batch, event) and 120".into()));
+        }
+        for proxy in &self.enrichment.trusted_proxies {
+            if crate::enrich::parse_net(proxy).is_none() {
+                return Err(("enrichment.trusted_proxies", format!("`{proxy}` is not an IP address or CIDR range")));
+            }
         }
         if self.sources.is_empty() {
             return Err(("sources", "at least one source is needed".into()));

@@ -36,6 +36,61 @@ pub enum ApiError {
     /// The body is not JSON.
     #[error("the request body is not valid JSON: {0}")]
     MalformedJson(String),
+    /// The body is not UTF-8; the number is the offset of the first bad byte.
+    #[error("the request body is not UTF-8 (first invalid byte at offset {0})")]
+    InvalidUtf8(usize),
+    /// An object repeats a key; which value wins is ambiguous, so neither does.
+    #[error("the request body repeats a key: {0}")]
+    DuplicateKey(String),
+    /// A `\u` escape that is a lone surrogate (not a character).
+    #[error("the request body has an invalid unicode escape: {0}")]
+    InvalidUnicodeEscape(String),
+    /// A number no consumer can represent.
+    #[error("the request body has a number out of range: {0}")]
+    NumberOutOfRange(String),
+    /// Objects and arrays nested deeper than `limits.max_json_depth`.
+    #[error("the request body nests objects and arrays deeper than {limit} levels")]
+    TooDeep {
+        /// The configured limit.
+        limit: usize,
+    },
+    /// A string longer than `limits.max_string_bytes`.
+    #[error("the request body has a string longer than {limit} bytes")]
+    StringTooLong {
+        /// The configured limit.
+        limit: usize,
+    },
+    /// Inflating the gzip body passed `limits.max_decompressed_bytes`.
+    #[error("the decompressed request body is larger than the limit of {limit} bytes")]
+    DecompressedTooLarge {
+        /// The configured limit.
+        limit: usize,
+    },
+    /// The body claimed gzip but is not a valid gzip stream.
+    #[error("the request body is not valid gzip: {0}")]
+    MalformedGzip(String),
+    /// A `Content-Type` other than JSON or `text/plain`.
+    #[error("content type `{0}` is not accepted; send application/json or text/plain")]
+    UnsupportedMediaType(String),
+    /// A `Content-Encoding` other than gzip.
+    #[error("content encoding `{0}` is not accepted; send gzip or no encoding")]
+    UnsupportedEncoding(String),
+    /// The client did not finish sending the body in time.
+    #[error("the request body did not arrive within {seconds} s")]
+    BodyTimeout {
+        /// The configured deadline.
+        seconds: f64,
+    },
+    /// The source is strict and at least one event would not be accepted:
+    /// nothing of the batch is produced.
+    #[error("the source is strict and {0} event(s) would not be accepted; nothing was produced")]
+    BatchRejected(usize, Vec<crate::api::EventOutcome>),
+    /// A CORS preflight from an origin no source allows.
+    #[error("origin `{0}` is not allowed by any source")]
+    OriginNotAllowed(String),
+    /// A pixel request without a decodable event.
+    #[error("{0}")]
+    InvalidPixel(String),
     /// The body is JSON but not the shape the endpoint takes.
     #[error("{0}")]
     InvalidBody(String),
@@ -71,6 +126,19 @@ pub struct ErrorBody<'a> {
     pub message: String,
 }
 
+/// The 422 body of a strict source's refused batch: the usual error fields
+/// plus what would have happened to each event.
+#[derive(Debug, Serialize)]
+struct RejectedBatch<'a> {
+    code: &'a str,
+    message: String,
+    events: &'a [crate::api::EventOutcome],
+}
+
+/// Left on error responses so the metrics middleware can count by code.
+#[derive(Debug, Clone, Copy)]
+pub struct ErrorCode(pub &'static str);
+
 impl ApiError {
     /// The stable machine code; never change one, only add.
     pub fn code(&self) -> &'static str {
@@ -81,6 +149,20 @@ impl ApiError {
             Self::BodyTooLarge { .. } => "body_too_large",
             Self::BatchTooLarge { .. } => "batch_too_large",
             Self::MalformedJson(_) => "malformed_json",
+            Self::InvalidUtf8(_) => "invalid_utf8",
+            Self::DuplicateKey(_) => "duplicate_key",
+            Self::InvalidUnicodeEscape(_) => "invalid_unicode_escape",
+            Self::NumberOutOfRange(_) => "number_out_of_range",
+            Self::TooDeep { .. } => "json_too_deep",
+            Self::StringTooLong { .. } => "string_too_long",
+            Self::DecompressedTooLarge { .. } => "decompressed_too_large",
+            Self::MalformedGzip(_) => "malformed_gzip",
+            Self::UnsupportedMediaType(_) => "unsupported_media_type",
+            Self::UnsupportedEncoding(_) => "unsupported_encoding",
+            Self::BodyTimeout { .. } => "body_timeout",
+            Self::BatchRejected(..) => "batch_rejected",
+            Self::OriginNotAllowed(_) => "origin_not_allowed",
+            Self::InvalidPixel(_) => "invalid_pixel",
             Self::InvalidBody(_) => "invalid_body",
             Self::BodyRead(_) => "body_read_failed",
             Self::Backpressure { .. } => "backpressure",
@@ -103,8 +185,24 @@ impl ResponseError for ApiError {
             Self::MissingCredentials | Self::MalformedCredentials(_) | Self::InvalidWriteKey => {
                 StatusCode::UNAUTHORIZED
             }
-            Self::BodyTooLarge { .. } | Self::BatchTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::MalformedJson(_) | Self::InvalidBody(_) | Self::BodyRead(_) => StatusCode::BAD_REQUEST,
+            Self::BodyTooLarge { .. } | Self::BatchTooLarge { .. } | Self::DecompressedTooLarge { .. } => {
+                StatusCode::PAYLOAD_TOO_LARGE
+            }
+            Self::MalformedJson(_)
+            | Self::InvalidBody(_)
+            | Self::BodyRead(_)
+            | Self::InvalidUtf8(_)
+            | Self::DuplicateKey(_)
+            | Self::InvalidUnicodeEscape(_)
+            | Self::NumberOutOfRange(_)
+            | Self::TooDeep { .. }
+            | Self::StringTooLong { .. }
+            | Self::MalformedGzip(_)
+            | Self::InvalidPixel(_) => StatusCode::BAD_REQUEST,
+            Self::UnsupportedMediaType(_) | Self::UnsupportedEncoding(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::BodyTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
+            Self::BatchRejected(..) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::OriginNotAllowed(_) => StatusCode::FORBIDDEN,
             Self::Backpressure { .. } | Self::KafkaUnavailable { .. } | Self::NotReady(_) => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
@@ -116,6 +214,10 @@ impl ResponseError for ApiError {
         answer.insert_header((CACHE_CONTROL, "no-store"));
         if let Some(seconds) = self.retry_after() {
             answer.insert_header((RETRY_AFTER, seconds.to_string()));
+        }
+        answer.extensions_mut().insert(ErrorCode(self.code()));
+        if let Self::BatchRejected(_, events) = self {
+            return answer.json(RejectedBatch { code: self.code(), message: self.to_string(), events });
         }
         answer.json(ErrorBody { code: self.code(), message: self.to_string() })
     }

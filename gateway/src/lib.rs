@@ -9,10 +9,13 @@
 pub mod api;
 pub mod auth;
 pub mod config;
+pub mod cors;
+pub mod enrich;
 pub mod error;
 pub mod pipeline;
 pub mod server;
 pub mod sink;
+pub mod telemetry;
 pub mod topics;
 pub mod wire;
 
@@ -38,6 +41,12 @@ pub struct AppState {
     pub sink: Arc<dyn sink::Sink>,
     /// Now.
     pub clock: Clock,
+    /// Client IP and user agent from the request.
+    pub clients: enrich::ClientResolver,
+    /// Origins any source allows, for CORS preflights.
+    pub preflight_origins: cors::OriginPolicy,
+    /// Counters and histograms for `/metrics`.
+    pub metrics: telemetry::Metrics,
 }
 
 /// Why the gateway cannot start.
@@ -72,7 +81,18 @@ impl AppState {
             }
         }
         let write_keys = auth::WriteKeys::new(&config.sources);
-        Ok(Self { config, catalog, write_keys, sink, clock: Arc::new(Utc::now) })
+        let clients = enrich::ClientResolver::new(&config.enrichment);
+        let preflight_origins = cors::OriginPolicy::union(&config.sources);
+        Ok(Self {
+            config,
+            catalog,
+            write_keys,
+            sink,
+            clock: Arc::new(Utc::now),
+            clients,
+            preflight_origins,
+            metrics: telemetry::Metrics::new(),
+        })
     }
 
     /// As [`AppState::new`], producing to the Kafka brokers of `config`.

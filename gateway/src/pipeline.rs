@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 
 use crate::auth::Source;
 use crate::config::{KafkaConfig, UnknownEvents};
+use crate::enrich::{ClientInfo, ClientResolver};
 use crate::sink::OutRecord;
 
 /// Longest `messageId` accepted; it is a dedup key downstream, not a payload.
@@ -62,6 +63,12 @@ pub struct Admission<'a> {
     pub sent_at: Option<&'a str>,
     /// How the request authenticated, carried as the `auth` header.
     pub auth_method: &'static str,
+    /// The client's IP and user agent, as the gateway sees them.
+    pub client: &'a ClientInfo,
+    /// Applies the anonymise setting to client-reported IPs.
+    pub clients: &'a ClientResolver,
+    /// Largest event accepted, as compact JSON.
+    pub max_event_bytes: usize,
 }
 
 /// The contract an event is checked against: a catalog event, an identity
@@ -80,6 +87,12 @@ impl Admission<'_> {
         let Value::Object(mut event) = event else {
             return reject(None, "event_not_object", "each event in `batch` must be a JSON object".into());
         };
+        let size = serde_json::to_vec(&event).map_or(usize::MAX, |v| v.len());
+        if size > self.max_event_bytes {
+            let id = event.get("messageId").and_then(Value::as_str).map(str::to_owned);
+            let message = format!("the event is {size} bytes; at most {} are accepted", self.max_event_bytes);
+            return reject(id, "event_too_large", message);
+        }
         let message_id = match event.get("messageId") {
             None | Some(Value::Null) => uuid::Uuid::now_v7().to_string(),
             Some(Value::String(id)) if !id.is_empty() && id.len() <= MAX_MESSAGE_ID_LEN => id.clone(),
@@ -215,7 +228,30 @@ impl Admission<'_> {
             event.insert("originalTimestamp".into(), original);
         }
         event.insert("timestamp".into(), Value::String(format_time(corrected)));
+        self.enrich_context(event);
         Ok(())
+    }
+
+    /// `context.ip` and `context.userAgent`, unless the client reported its
+    /// own (server SDKs forward their users'); the anonymise setting applies
+    /// to both.
+    fn enrich_context(&self, event: &mut Map<String, Value>) {
+        let context = event.entry("context").or_insert_with(|| Value::Object(Map::new()));
+        // A non-object `context` is the client's data; never overwrite it.
+        let Some(context) = context.as_object_mut() else { return };
+        let reported = context.get("ip").and_then(Value::as_str).and_then(|s| s.parse::<std::net::IpAddr>().ok());
+        match (reported, self.client.ip) {
+            (Some(ip), _) => {
+                context.insert("ip".into(), Value::String(self.clients.reported_ip(ip).to_string()));
+            }
+            (None, Some(ip)) => {
+                context.insert("ip".into(), Value::String(ip.to_string()));
+            }
+            (None, None) => {}
+        }
+        if let (None, Some(agent)) = (context.get("userAgent"), &self.client.user_agent) {
+            context.insert("userAgent".into(), Value::String(agent.clone()));
+        }
     }
 
     fn headers(&self, message_id: &str, route: Option<&Route>) -> Vec<(&'static str, String)> {

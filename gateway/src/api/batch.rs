@@ -1,43 +1,46 @@
-//! `POST /v1/batch`: the Segment-compatible batch endpoint. The request's
-//! whole path reads top to bottom here.
-
-use std::time::Duration;
+//! `POST /v1/batch` and the single-event calls `/v1/track`, `/v1/page`,
+//! `/v1/screen`, `/v1/identify`, `/v1/group`, `/v1/alias` of the Segment
+//! HTTP Tracking API.
 
 use actix_web::{HttpRequest, HttpResponse, web};
 
 use crate::AppState;
-use crate::api::outcome;
-use crate::auth;
+use crate::api::ingest;
 use crate::error::ApiError;
-use crate::pipeline::Admission;
 use crate::wire;
 
-/// auth → decode → validate → enrich → route → produce → answer.
+/// The single-event calls, as the path segment names them.
+pub const SINGLE_KINDS: [&str; 6] = ["track", "page", "screen", "identify", "group", "alias"];
+
+/// `POST /v1/batch`.
 pub async fn batch(
     req: HttpRequest,
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let received_at = (state.clock)();
-    // A header key is checked before the body is read; a body key after.
-    let header_source = auth::basic_user(&req)?.map(|key| state.write_keys.source(&key)).transpose()?;
-    let body = wire::read_body(&req, payload, state.config.limits.max_body_bytes).await?;
-    let batch = wire::decode_batch(&body, &state.config.limits)?;
-    let source = match header_source {
-        Some(source) => source,
-        None => state.write_keys.source(batch.write_key.as_deref().ok_or(ApiError::MissingCredentials)?)?,
+    let from_header = ingest::header_source(&req, &state)?;
+    let body = ingest::read_json(&req, payload, &state).await?;
+    let request = wire::decode_batch(body, &state.config.limits)?;
+    let source = ingest::resolve_source(&req, &state, from_header, &request)?;
+    let answer = ingest::ingest(&req, &state, &source, request, "batch").await?;
+    Ok(HttpResponse::Ok().json(answer))
+}
+
+/// `POST /v1/{track|page|screen|identify|group|alias}`: one event, whose
+/// `type` is the endpoint's.
+pub async fn single(
+    req: HttpRequest,
+    kind: web::Path<String>,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let Some(kind) = SINGLE_KINDS.iter().find(|k| **k == kind.as_str()) else {
+        return Err(ApiError::InvalidBody(format!("`{kind}` is not a call of this API")));
     };
-    let admission = Admission {
-        catalog: &state.catalog,
-        source: &source,
-        kafka: &state.config.kafka,
-        received_at,
-        sent_at: batch.sent_at.as_deref(),
-        auth_method: "write-key",
-    };
-    let planned = batch.events.into_iter().map(|event| admission.admit(event)).collect();
-    let deadline = Duration::from_millis(state.config.server.request_timeout_ms);
-    let answer = outcome::produce(state.sink.as_ref(), planned, deadline, state.config.server.retry_after_secs).await?;
-    tracing::debug!(source = %source.id, accepted = answer.accepted, invalid = answer.invalid, rejected = answer.rejected, "Batch answered");
+    let from_header = ingest::header_source(&req, &state)?;
+    let body = ingest::read_json(&req, payload, &state).await?;
+    let request = wire::decode_single(body, kind)?;
+    let source = ingest::resolve_source(&req, &state, from_header, &request)?;
+    let answer = ingest::ingest(&req, &state, &source, request, kind).await?;
     Ok(HttpResponse::Ok().json(answer))
 }

@@ -2,6 +2,9 @@
 
 pub mod batch;
 pub mod health;
+mod ingest;
+pub mod metrics;
 mod outcome;
+pub mod pixel;
 
 pub use outcome::{BatchAnswer, EventOutcome};

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::error::ApiError;
 use crate::pipeline::{Planned, Verdict};
-use crate::sink::{OutRecord, Sink, SinkError};
+use crate::sink::{Delivered, OutRecord, Sink, SinkError};
 
 /// The 200 answer of an ingestion request.
 #[derive(Debug, Serialize)]
@@ -77,7 +77,23 @@ pub async fn produce(
     {
         return Err(ApiError::KafkaUnavailable { detail: detail.clone(), retry_after });
     }
-    let mut results = results.into_iter();
+    Ok(assemble(planned, results.into_iter()))
+}
+
+/// What would happen to each event, without producing anything (a strict
+/// source's refused batch).
+pub fn preview(planned: Vec<Planned>) -> BatchAnswer {
+    let count = planned.len();
+    let delivered = std::iter::repeat_n(Ok(Delivered { partition: -1, offset: -1 }), count);
+    let mut answer = assemble(planned, delivered);
+    for event in &mut answer.events {
+        event.topic = None;
+    }
+    answer
+}
+
+/// Pairs each produced verdict with its delivery result, in order.
+fn assemble(planned: Vec<Planned>, mut results: impl Iterator<Item = Result<Delivered, SinkError>>) -> BatchAnswer {
     let mut answer = BatchAnswer { accepted: 0, invalid: 0, rejected: 0, events: Vec::with_capacity(planned.len()) };
     for (index, p) in planned.into_iter().enumerate() {
         let mut outcome = EventOutcome {
@@ -120,5 +136,5 @@ pub async fn produce(
         }
         answer.events.push(outcome);
     }
-    Ok(answer)
+    answer
 }

@@ -10,6 +10,7 @@ use actix_web::http::header::AUTHORIZATION;
 use base64::Engine;
 
 use crate::config::{SourceConfig, UnknownEvents};
+use crate::cors::OriginPolicy;
 use crate::error::ApiError;
 
 /// A sending source as the request path needs it.
@@ -21,7 +22,16 @@ pub struct Source {
     pub domains: HashSet<String>,
     /// Policy for events the catalog does not know.
     pub unknown_events: UnknownEvents,
+    /// Origins whose pages may read this source's answers.
+    pub origins: OriginPolicy,
+    /// Refuse a whole batch (422) when any event would not be accepted.
+    pub strict: bool,
 }
+
+/// Left in the request's extensions once a source is authenticated, so
+/// middleware (CORS) can answer per source.
+#[derive(Debug, Clone)]
+pub struct Authenticated(pub Arc<Source>);
 
 /// Write key to source.
 #[derive(Debug, Default)]
@@ -39,6 +49,8 @@ impl WriteKeys {
                     id: s.id.clone(),
                     domains: s.domains.iter().cloned().collect(),
                     unknown_events: s.unknown_events,
+                    origins: OriginPolicy::for_source(s),
+                    strict: s.strict,
                 };
                 (s.write_key.clone(), Arc::new(source))
             })

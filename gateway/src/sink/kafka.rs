@@ -123,6 +123,10 @@ impl Sink for KafkaSink {
         .boxed()
     }
 
+    fn queue_depth(&self) -> i64 {
+        i64::from(self.producer.in_flight_count())
+    }
+
     fn flush(&self, timeout: Duration) -> Result<(), String> {
         self.producer.flush(timeout).map_err(|e| e.to_string())
     }

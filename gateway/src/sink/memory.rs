@@ -52,6 +52,10 @@ impl Sink for MemorySink {
         async move { failure.map_or(Ok(()), |e| Err(e.to_string())) }.boxed()
     }
 
+    fn queue_depth(&self) -> i64 {
+        0
+    }
+
     fn flush(&self, _timeout: std::time::Duration) -> Result<(), String> {
         Ok(())
     }

@@ -55,6 +55,9 @@ pub trait Sink: Send + Sync + 'static {
     /// Whether the sink can take traffic now; the error says why not.
     fn check_ready(&self) -> BoxFuture<'static, Result<(), String>>;
 
+    /// Records handed over and not yet acknowledged or failed.
+    fn queue_depth(&self) -> i64;
+
     /// Waits for everything queued to be delivered, for a graceful shutdown.
     fn flush(&self, timeout: std::time::Duration) -> Result<(), String>;
 }

@@ -1,5 +1,6 @@
-//! Decodes `POST /v1/batch` bodies in the Segment HTTP API shape:
-//! `{"batch": [...], "sentAt": "...", "context": {...}, "writeKey": "..."}`.
+//! Decodes bodies in the Segment HTTP API shapes: a batch
+//! `{"batch": [...], "sentAt": "...", "context": {...}, "writeKey": "..."}`,
+//! or one event for `/v1/track`, `/v1/page`, ... with `writeKey` beside its fields.
 
 use serde_json::{Map, Value};
 
@@ -17,18 +18,13 @@ pub struct BatchRequest {
     pub write_key: Option<String>,
 }
 
-/// Parses and shape-checks a batch body. Batch-level `context` is merged
-/// into each event's own `context`, whose keys win.
-pub fn decode_batch(body: &[u8], limits: &LimitsConfig) -> Result<BatchRequest, ApiError> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| ApiError::MalformedJson(e.to_string()))?;
+/// Shape-checks a batch body. Batch-level `context` is merged into each
+/// event's own `context`, whose keys win.
+pub fn decode_batch(value: Value, limits: &LimitsConfig) -> Result<BatchRequest, ApiError> {
     let Value::Object(mut top) = value else {
         return Err(ApiError::InvalidBody("the body must be a JSON object with a `batch` array".into()));
     };
-    let write_key = match top.remove("writeKey") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(key)) => Some(key),
-        Some(_) => return Err(ApiError::InvalidBody("`writeKey` must be a string".into())),
-    };
+    let write_key = take_write_key(&mut top)?;
     let sent_at = match top.remove("sentAt") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s),
@@ -53,6 +49,25 @@ pub fn decode_batch(body: &[u8], limits: &LimitsConfig) -> Result<BatchRequest, 
     Ok(BatchRequest { events, sent_at, write_key })
 }
 
+/// Shape-checks a single-event body (`/v1/track` and friends); the endpoint
+/// decides the event's `type`.
+pub fn decode_single(value: Value, kind: &str) -> Result<BatchRequest, ApiError> {
+    let Value::Object(mut event) = value else {
+        return Err(ApiError::InvalidBody(format!("the body of a {kind} call must be a JSON object (one event)")));
+    };
+    let write_key = take_write_key(&mut event)?;
+    event.insert("type".into(), Value::String(kind.to_owned()));
+    Ok(BatchRequest { events: vec![Value::Object(event)], sent_at: None, write_key })
+}
+
+fn take_write_key(object: &mut Map<String, Value>) -> Result<Option<String>, ApiError> {
+    match object.remove("writeKey") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(key)) => Ok(Some(key)),
+        Some(_) => Err(ApiError::InvalidBody("`writeKey` must be a string".into())),
+    }
+}
+
 fn merge_context(event: &mut Value, shared: &Map<String, Value>) {
     let Value::Object(event) = event else { return };
     let context = event.entry("context").or_insert_with(|| Value::Object(Map::new()));
@@ -69,11 +84,11 @@ mod tests {
     use serde_json::json;
 
     fn limits(max_batch_events: usize) -> LimitsConfig {
-        LimitsConfig { max_body_bytes: 1 << 20, max_batch_events }
+        LimitsConfig { max_batch_events, ..LimitsConfig::default() }
     }
 
     fn decode(body: Value, max: usize) -> Result<BatchRequest, ApiError> {
-        decode_batch(body.to_string().as_bytes(), &limits(max))
+        decode_batch(body, &limits(max))
     }
 
     #[test]
@@ -90,6 +105,15 @@ mod tests {
     }
 
     #[test]
+    fn single_events_take_their_type_from_the_endpoint() {
+        let one = decode_single(json!({"type": "page", "event": "X", "writeKey": "k"}), "track").expect("object");
+        assert_eq!(one.write_key.as_deref(), Some("k"));
+        assert_eq!(one.events[0]["type"], "track");
+        assert!(one.events[0].get("writeKey").is_none());
+        assert_eq!(decode_single(json!([]), "track").expect_err("array").code(), "invalid_body");
+    }
+
+    #[test]
     fn batch_length_limit_is_exact() {
         let events = |n: usize| json!({"batch": vec![json!({"type": "track"}); n]});
         assert_eq!(decode(events(3), 3).expect("at the limit").events.len(), 3);
@@ -99,7 +123,6 @@ mod tests {
 
     #[test]
     fn shape_errors_have_their_codes() {
-        assert_eq!(decode_batch(b"{\"batch\": [", &limits(5)).expect_err("eof").code(), "malformed_json");
         assert_eq!(decode(json!([1]), 5).expect_err("array").code(), "invalid_body");
         assert_eq!(decode(json!({"batch": {}}), 5).expect_err("object").code(), "invalid_body");
         assert_eq!(decode(json!({"batch": []}), 5).expect_err("empty").code(), "invalid_body");

@@ -1,22 +1,56 @@
-//! Reads a request body without ever holding more than the limit: a
-//! declared `Content-Length` over the limit is refused before reading, and a
-//! chunked body is cut off the moment it passes the limit.
+//! Reads a request body without ever holding more than the limits: a
+//! declared `Content-Length` over the limit is refused before reading, a
+//! streamed body is cut off the moment it passes the limit, a slow body is
+//! cut off at its deadline, and gzip is inflated only up to the
+//! decompressed-size cap.
+
+use std::io::Read;
+use std::time::Duration;
 
 use actix_web::HttpRequest;
-use actix_web::http::header::CONTENT_LENGTH;
+use actix_web::http::header::{CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE};
 use actix_web::web::{Bytes, BytesMut, Payload};
+use flate2::read::MultiGzDecoder;
 use futures::StreamExt;
 
 use crate::error::ApiError;
 
-/// The whole body, at most `limit` bytes.
-pub async fn read_body(req: &HttpRequest, mut payload: Payload, limit: usize) -> Result<Bytes, ApiError> {
+/// The first two bytes of every gzip stream. JSON never starts with them, so
+/// a beacon (which cannot set `Content-Encoding`) may send gzip unannounced.
+pub const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// Media types accepted for JSON bodies: `text/plain` is what
+/// `navigator.sendBeacon` sends and needs no CORS preflight.
+pub fn check_media_type(req: &HttpRequest) -> Result<(), ApiError> {
+    let Some(value) = req.headers().get(CONTENT_TYPE) else { return Ok(()) };
+    let text = value.to_str().unwrap_or_default();
+    let essence = text.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    let json_like = essence == "application/json"
+        || essence == "text/plain"
+        || (essence.starts_with("application/") && essence.ends_with("+json"));
+    if json_like { Ok(()) } else { Err(ApiError::UnsupportedMediaType(essence)) }
+}
+
+/// The raw body, at most `limit` bytes, within `deadline`.
+pub async fn read_body(
+    req: &HttpRequest,
+    payload: Payload,
+    limit: usize,
+    deadline: Duration,
+) -> Result<Bytes, ApiError> {
     let declared =
         req.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok());
     if declared.is_some_and(|len| len > limit) {
         return Err(ApiError::BodyTooLarge { limit });
     }
-    let mut body = BytesMut::with_capacity(declared.unwrap_or(0).min(limit));
+    let capacity = declared.unwrap_or(0).min(limit);
+    actix_web::rt::time::timeout(deadline, collect(payload, limit, capacity))
+        .await
+        .map_err(|_| ApiError::BodyTimeout { seconds: deadline.as_secs_f64() })?
+}
+
+async fn collect(mut payload: Payload, limit: usize, capacity: usize) -> Result<Bytes, ApiError> {
+    let mut body = BytesMut::with_capacity(capacity);
     while let Some(chunk) = payload.next().await {
         let chunk = chunk.map_err(|e| ApiError::BodyRead(e.to_string()))?;
         if body.len() + chunk.len() > limit {
@@ -25,4 +59,73 @@ pub async fn read_body(req: &HttpRequest, mut payload: Payload, limit: usize) ->
         body.extend_from_slice(&chunk);
     }
     Ok(body.freeze())
+}
+
+/// Undoes `Content-Encoding: gzip` (or an unannounced gzip stream), holding
+/// at most `max_decompressed + 1` bytes however much the stream would expand.
+pub fn decode(req: &HttpRequest, body: Bytes, max_decompressed: usize) -> Result<Bytes, ApiError> {
+    let encoding = req
+        .headers()
+        .get(CONTENT_ENCODING)
+        .map(|v| v.to_str().unwrap_or("?").trim().to_ascii_lowercase())
+        .unwrap_or_default();
+    let gzip = match encoding.as_str() {
+        "gzip" | "x-gzip" => true,
+        "" | "identity" => body.starts_with(&GZIP_MAGIC),
+        other => return Err(ApiError::UnsupportedEncoding(other.to_owned())),
+    };
+    if !gzip {
+        return Ok(body);
+    }
+    gunzip(&body, max_decompressed)
+}
+
+/// Inflates `compressed`, refusing output over `max` bytes.
+pub fn gunzip(compressed: &[u8], max: usize) -> Result<Bytes, ApiError> {
+    let mut out = Vec::with_capacity((compressed.len() * 4).min(max));
+    MultiGzDecoder::new(compressed)
+        .take(max as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| ApiError::MalformedGzip(e.to_string()))?;
+    if out.len() > max {
+        return Err(ApiError::DecompressedTooLarge { limit: max });
+    }
+    Ok(out.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use flate2::Compression;
+    use flate2::write::GzEncoder;
+
+    use super::*;
+
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        let mut encoder = GzEncoder::new(Vec::new(), Compression::default());
+        encoder.write_all(data).expect("write");
+        encoder.finish().expect("finish")
+    }
+
+    #[test]
+    fn decompressed_limit_is_exact() {
+        let data = vec![b'x'; 1000];
+        assert_eq!(gunzip(&gzip(&data), 1000).expect("at the limit").len(), 1000);
+        assert_eq!(gunzip(&gzip(&data), 999).expect_err("one past").code(), "decompressed_too_large");
+    }
+
+    #[test]
+    fn a_bomb_is_refused_having_inflated_only_the_cap() {
+        let bomb = gzip(&vec![0u8; 64 << 20]);
+        assert!(bomb.len() < 128 << 10, "64 MiB of zeros compress to {} bytes", bomb.len());
+        assert_eq!(gunzip(&bomb, 1 << 20).expect_err("bomb").code(), "decompressed_too_large");
+    }
+
+    #[test]
+    fn broken_gzip_is_a_client_error() {
+        let mut stream = gzip(b"{\"batch\": []}");
+        stream.truncate(stream.len() - 6);
+        assert_eq!(gunzip(&stream, 1000).expect_err("truncated").code(), "malformed_gzip");
+    }
 }

@@ -4,6 +4,8 @@
 
 mod batch;
 mod body;
+mod json;
 
-pub use batch::{BatchRequest, decode_batch};
-pub use body::read_body;
+pub use batch::{BatchRequest, decode_batch, decode_single};
+pub use body::{GZIP_MAGIC, check_media_type, decode, gunzip, read_body};
+pub use json::{JsonLimits, MAX_NUMBER_CHARS, parse};

@@ -1,0 +1,78 @@
+//! `GET /v1/pixel.gif?writeKey=KEY&data=BASE64URL(JSON event)`: for email
+//! opens and clients without JavaScript. It always answers a 1x1 GIF that
+//! no cache keeps; the status tells what happened (200 once the event, valid
+//! or dead-lettered, is in Kafka) and `X-Eventgw-Error` names any error code.
+
+use std::collections::HashMap;
+
+use actix_web::http::header::{CACHE_CONTROL, CONTENT_TYPE, EXPIRES, PRAGMA, RETRY_AFTER};
+use actix_web::{HttpRequest, HttpResponse, ResponseError, web};
+use base64::Engine;
+use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+
+use crate::AppState;
+use crate::api::ingest;
+use crate::error::{ApiError, ErrorCode};
+use crate::wire::{self, BatchRequest};
+
+/// The smallest transparent 1x1 GIF (43 bytes).
+pub const GIF: &[u8] = &[
+    0x47, 0x49, 0x46, 0x38, 0x39, 0x61, 0x01, 0x00, 0x01, 0x00, 0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff,
+    0x21, 0xf9, 0x04, 0x01, 0x00, 0x00, 0x00, 0x00, 0x2c, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00, 0x02,
+    0x02, 0x44, 0x01, 0x00, 0x3b,
+];
+
+/// base64url with or without padding: mail tools differ.
+const BASE64URL: GeneralPurpose = GeneralPurpose::new(
+    &base64::alphabet::URL_SAFE,
+    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+);
+
+/// `GET /v1/pixel.gif`.
+pub async fn pixel(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    match track(&req, &state).await {
+        Ok(()) => gif(HttpResponse::Ok()),
+        Err(error) => {
+            let mut answer = gif(HttpResponse::build(error.status_code()));
+            let headers = error.error_response();
+            if let Some(retry) = headers.headers().get(RETRY_AFTER) {
+                answer.headers_mut().insert(RETRY_AFTER, retry.clone());
+            }
+            answer.headers_mut().insert(
+                actix_web::http::header::HeaderName::from_static("x-eventgw-error"),
+                actix_web::http::header::HeaderValue::from_static(error.code()),
+            );
+            answer.extensions_mut().insert(ErrorCode(error.code()));
+            answer
+        }
+    }
+}
+
+async fn track(req: &HttpRequest, state: &AppState) -> Result<(), ApiError> {
+    let query = web::Query::<HashMap<String, String>>::from_query(req.query_string())
+        .map_err(|e| ApiError::InvalidPixel(format!("the query string cannot be read: {e}")))?;
+    let data = query.get("data").ok_or_else(|| ApiError::InvalidPixel("the pixel needs a `data` parameter".into()))?;
+    if data.len() > state.config.limits.max_body_bytes {
+        return Err(ApiError::BodyTooLarge { limit: state.config.limits.max_body_bytes });
+    }
+    let json =
+        BASE64URL.decode(data.trim()).map_err(|e| ApiError::InvalidPixel(format!("`data` is not base64url: {e}")))?;
+    let event = wire::parse(&json, state.config.limits.json())?;
+    let mut request: BatchRequest = wire::decode_single(event, "track")?;
+    if let Some(key) = query.get("writeKey") {
+        request.write_key = Some(key.clone());
+    }
+    let from_header = ingest::header_source(req, state)?;
+    let source = ingest::resolve_source(req, state, from_header, &request)?;
+    ingest::ingest(req, state, &source, request, "pixel").await?;
+    Ok(())
+}
+
+fn gif(mut builder: actix_web::HttpResponseBuilder) -> HttpResponse {
+    builder
+        .insert_header((CONTENT_TYPE, "image/gif"))
+        .insert_header((CACHE_CONTROL, "no-cache, no-store, must-revalidate, private, max-age=0"))
+        .insert_header((PRAGMA, "no-cache"))
+        .insert_header((EXPIRES, "0"))
+        .body(GIF)
+}
