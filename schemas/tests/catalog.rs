@@ -24,7 +24,8 @@ fn shipped_catalog_routes_each_domain_to_its_topic() {
     assert_eq!(route("Email Opened"), ("marketing".into(), "marketing.campaign.events".into()));
     assert_eq!(route("Lead Status Changed"), ("crm".into(), "crm.leads".into()));
     assert_eq!(route("Payment Captured"), ("billing".into(), "billing.payments".into()));
-    assert_eq!(catalog.events().len(), 9);
+    assert_eq!(catalog.events().len(), 10);
+    assert_eq!(route("Screen Viewed"), ("app".into(), "app.tracking".into()));
     assert!(catalog.event("page viewed").is_none(), "names are exact");
 }
 

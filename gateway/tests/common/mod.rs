@@ -43,7 +43,12 @@ impl TestGateway {
     /// Runs the real server with `config` on 127.0.0.1:0, after creating the
     /// topics it needs. Call from within an actix runtime (`#[actix_web::test]`).
     pub async fn start(config: Config) -> Self {
-        let state = Arc::new(AppState::with_kafka(config).expect("gateway state builds"));
+        Self::start_state(AppState::with_kafka(config).expect("gateway state builds")).await
+    }
+
+    /// As [`TestGateway::start`], with a state the test adjusted (e.g. its clock).
+    pub async fn start_state(state: AppState) -> Self {
+        let state = Arc::new(state);
         gateway::topics::ensure(&state.catalog, &state.config.kafka).await.unwrap_or_else(|e| {
             panic!("cannot reach Kafka at {}: {e}; run scripts/kafka start", state.config.kafka.brokers)
         });
@@ -71,6 +76,19 @@ impl TestGateway {
         let status = response.status().as_u16();
         (status, response.json().await.expect("JSON body"))
     }
+}
+
+/// A request builder aimed at the gateway.
+pub fn client() -> reqwest::Client {
+    reqwest::Client::new()
+}
+
+/// Status, headers and body of an answer.
+pub async fn answer(response: reqwest::Response) -> (u16, reqwest::header::HeaderMap, Value) {
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let bytes = response.bytes().await.expect("body");
+    (status, headers, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
 }
 
 /// One record read back from Kafka.
