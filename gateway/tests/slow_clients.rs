@@ -1,0 +1,62 @@
+//! Slow clients (slow-loris) are cut off by the header and body deadlines
+//! while other clients are served.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use common::{TestGateway, brokers, config};
+use serde_json::json;
+
+async fn gateway() -> TestGateway {
+    let mut cfg = config(&brokers());
+    cfg.server.header_timeout_ms = 1000;
+    cfg.server.body_timeout_ms = 1000;
+    TestGateway::start(cfg).await
+}
+
+/// Everything the server sends until it closes the connection (or 10 s pass).
+fn read_until_closed(stream: &mut TcpStream) -> (String, Duration) {
+    let started = Instant::now();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    let mut received = Vec::new();
+    let _ = stream.read_to_end(&mut received);
+    (String::from_utf8_lossy(&received).into_owned(), started.elapsed())
+}
+
+fn one_event() -> serde_json::Value {
+    json!({"batch": [{"type": "track", "event": "Link Clicked", "userId": "s", "properties": {"href": "https://a.example/"}}]})
+}
+
+#[actix_web::test]
+async fn a_client_that_never_finishes_its_headers_is_cut_off_while_others_are_served() {
+    let gw = gateway().await;
+    let address = gw.url.trim_start_matches("http://").to_owned();
+    let mut slow = TcpStream::connect(&address).expect("connect");
+    slow.write_all(b"POST /v1/batch HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\n").expect("write");
+    let (status, answer) = gw.post("/v1/batch", &one_event()).await;
+    assert_eq!(status, 200, "served while a slow client holds a connection: {answer}");
+    let (received, waited) = read_until_closed(&mut slow);
+    assert!(waited < Duration::from_secs(5), "cut off after {waited:?}");
+    assert!(received.is_empty() || received.starts_with("HTTP/1.1 408"), "{received}");
+    gw.stop().await;
+}
+
+#[actix_web::test]
+async fn a_client_that_trickles_its_body_gets_408_body_timeout() {
+    let gw = gateway().await;
+    let address = gw.url.trim_start_matches("http://").to_owned();
+    let mut slow = TcpStream::connect(&address).expect("connect");
+    let head = "POST /v1/batch HTTP/1.1\r\nHost: gateway\r\nAuthorization: Basic ZGVtby13cml0ZS1rZXk6\r\n\
+                Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"batch\":";
+    slow.write_all(head.as_bytes()).expect("write");
+    let (status, _) = gw.post("/v1/batch", &one_event()).await;
+    assert_eq!(status, 200);
+    let (received, waited) = read_until_closed(&mut slow);
+    assert!(waited < Duration::from_secs(5), "cut off after {waited:?}");
+    assert!(received.starts_with("HTTP/1.1 408"), "{received}");
+    assert!(received.contains("\"code\":\"body_timeout\""), "{received}");
+    gw.stop().await;
+}
