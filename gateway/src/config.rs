@@ -153,6 +153,11 @@ pub struct KafkaConfig {
     /// Bound on bytes waiting in the producer, in KiB; past it requests get 503.
     #[serde(default = "default_queue_max_kbytes")]
     pub queue_max_kbytes: u64,
+    /// Records waiting in the producer above which new requests get 503
+    /// at once, before anything is produced; defaults to 80% of
+    /// `queue_max_messages`, so Kafka slowness is answered early.
+    #[serde(default)]
+    pub backpressure_queue_depth: Option<u64>,
     /// Partitions of the dead-letter, identity and unclassified topics when created.
     #[serde(default = "default_partitions")]
     pub system_topic_partitions: i32,
@@ -163,6 +168,13 @@ pub struct KafkaConfig {
     /// (numbers and booleans are written as librdkafka expects them).
     #[serde(default, deserialize_with = "scalar_strings")]
     pub extra: BTreeMap<String, String>,
+}
+
+impl KafkaConfig {
+    /// The queue depth above which requests are refused with 503 up front.
+    pub fn backpressure_threshold(&self) -> u64 {
+        self.backpressure_queue_depth.unwrap_or(self.queue_max_messages / 10 * 8)
+    }
 }
 
 /// What to do with an event the catalog does not know.

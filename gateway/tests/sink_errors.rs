@@ -78,3 +78,15 @@ async fn rejected_events_produce_nothing_and_accepted_ones_are_recorded() {
     assert_eq!(records[0].topic, "web.tracking");
     assert_eq!(records[0].key, "u");
 }
+
+#[actix_web::test]
+async fn a_producer_queue_above_its_high_water_mark_is_refused_before_producing() {
+    let sink = Arc::new(MemorySink::default());
+    // The dev config holds 100000 records; 80% is the high-water mark.
+    sink.set_queue_depth(79_999);
+    assert_eq!(post(Arc::clone(&sink), one_event()).await.0, 200, "one below the mark");
+    sink.set_queue_depth(80_000);
+    let (status, retry, body) = post(Arc::clone(&sink), one_event()).await;
+    assert_eq!((status, retry.as_deref(), body["code"].as_str()), (503, Some("5"), Some("backpressure")));
+    assert_eq!(sink.records().len(), 1, "only the first request produced");
+}

@@ -74,6 +74,11 @@ pub async fn ingest(
         count_events(state, endpoint, &preview);
         return Err(ApiError::BatchRejected(refused, preview.events));
     }
+    let depth = state.sink.queue_depth();
+    if u64::try_from(depth).unwrap_or(0) >= state.config.kafka.backpressure_threshold() {
+        tracing::warn!(depth, "Producer queue above its high-water mark; refusing with 503");
+        return Err(ApiError::Backpressure { retry_after: state.config.server.retry_after_secs });
+    }
     let deadline = Duration::from_millis(state.config.server.request_timeout_ms);
     let started = Instant::now();
     let answer = outcome::produce(state.sink.as_ref(), planned, deadline, state.config.server.retry_after_secs).await?;

@@ -12,12 +12,18 @@ use super::{Delivered, OutRecord, Sink, SinkError};
 pub struct MemorySink {
     records: Mutex<Vec<OutRecord>>,
     fail_with: Mutex<Option<SinkError>>,
+    depth: std::sync::atomic::AtomicI64,
 }
 
 impl MemorySink {
     /// Every record sent so far.
     pub fn records(&self) -> Vec<OutRecord> {
         self.records.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    /// Pretends `depth` records are waiting for Kafka.
+    pub fn set_queue_depth(&self, depth: i64) {
+        self.depth.store(depth, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Makes later sends fail with `error` (or succeed again with `None`).
@@ -53,7 +59,7 @@ impl Sink for MemorySink {
     }
 
     fn queue_depth(&self) -> i64 {
-        0
+        self.depth.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     fn flush(&self, _timeout: std::time::Duration) -> Result<(), String> {
