@@ -1,0 +1,8 @@
+// The package's entry for bundlers, Node and server-side rendering. Importing
+// it touches no browser global; a client only looks for them when used.
+
+export { Client, createClient, type CallOptions } from "./client";
+export { LIBRARY } from "./context";
+export type { ConsentState, Options } from "./options";
+export type { CookieOptions } from "./storage";
+export { uuidv7 } from "./uuid";
