@@ -29,6 +29,21 @@ pub struct Config {
     pub kafka: KafkaConfig,
     /// Who may send, with which write key, to which domains.
     pub sources: Vec<SourceConfig>,
+    /// Trusted JWT issuers.
+    #[serde(default)]
+    pub jwt: JwtConfig,
+    /// Rate limits; each missing one is unlimited.
+    #[serde(default)]
+    pub quotas: crate::quota::QuotaConfig,
+}
+
+/// Trusted JWT issuers.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JwtConfig {
+    /// Each issuer, chosen by a token's `iss`.
+    #[serde(default)]
+    pub issuers: Vec<crate::auth::jwt::IssuerConfig>,
 }
 
 /// HTTP listener and request handling.
@@ -196,7 +211,12 @@ pub struct SourceConfig {
     /// Stable name, carried on every record.
     pub id: String,
     /// The public key clients send (HTTP Basic user name or `writeKey`).
-    pub write_key: String,
+    #[serde(default)]
+    pub write_key: Option<String>,
+    /// Instead of `write_key`: its SHA-256 in hex, for server secrets that
+    /// should not sit in the file in clear. A source with neither is JWT-only.
+    #[serde(default)]
+    pub write_key_sha256: Option<String>,
     /// Domains whose events this source may send.
     pub domains: Vec<String>,
     /// Policy for events the catalog does not know.
@@ -368,6 +388,19 @@ impl Config {
         if !(3..=120).contains(&l.max_json_depth) {
             return Err(("limits.max_json_depth", "must be between 3 (body, batch, event) and 120".into()));
         }
+        let quotas = &self.quotas;
+        let rates = [
+            ("quotas.source", quotas.source),
+            ("quotas.subject", quotas.subject),
+            ("quotas.ip", quotas.ip),
+            ("quotas.global", quotas.global),
+            ("quotas.auth_failures", quotas.auth_failures),
+        ];
+        for (key, rate) in rates {
+            if rate.is_some_and(|r| r.quota().is_none()) {
+                return Err((key, "per_second must be above 0 and burst at least 1".into()));
+            }
+        }
         for proxy in &self.enrichment.trusted_proxies {
             if crate::enrich::parse_net(proxy).is_none() {
                 return Err(("enrichment.trusted_proxies", format!("`{proxy}` is not an IP address or CIDR range")));
@@ -379,14 +412,14 @@ impl Config {
         let mut keys = std::collections::HashSet::new();
         let mut ids = std::collections::HashSet::new();
         for source in &self.sources {
-            if source.write_key.len() < 8 {
-                return Err((
-                    "sources.write_key",
-                    format!("source `{}`: write keys need at least 8 characters", source.id),
-                ));
-            }
-            if !keys.insert(source.write_key.as_str()) {
-                return Err(("sources.write_key", format!("source `{}` reuses another source's write key", source.id)));
+            if let Some(key) = &source.write_key {
+                if key.len() < 8 {
+                    let problem = format!("source `{}`: write keys need at least 8 characters", source.id);
+                    return Err(("sources.write_key", problem));
+                }
+                if !keys.insert(key.as_str()) {
+                    return Err(("sources.write_key", format!("source `{}` reuses another source's write key", source.id)));
+                }
             }
             if !ids.insert(source.id.as_str()) {
                 return Err(("sources.id", format!("source id `{}` appears twice", source.id)));

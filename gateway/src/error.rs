@@ -88,6 +88,18 @@ pub enum ApiError {
     /// A CORS preflight from an origin no source allows.
     #[error("origin `{0}` is not allowed by any source")]
     OriginNotAllowed(String),
+    /// A bearer token that does not verify.
+    #[error("{0}")]
+    Jwt(crate::auth::jwt::JwtError),
+    /// Over a quota: retry after `Retry-After`.
+    #[error("over the {} quota; retry after the delay in Retry-After", .0.scope)]
+    QuotaExceeded(crate::quota::Denied),
+    /// A batch larger than a quota's burst can never conform.
+    #[error("the batch is larger than the {} quota's burst of {} events; send smaller batches", .0.scope, .0.rate.burst)]
+    BatchExceedsQuota(crate::quota::Denied),
+    /// Too many failed authentications from this address.
+    #[error("too many failed authentications from this address; retry after the delay in Retry-After")]
+    AuthLockedOut(crate::quota::Denied),
     /// A pixel request without a decodable event.
     #[error("{0}")]
     InvalidPixel(String),
@@ -163,6 +175,10 @@ impl ApiError {
             Self::BatchRejected(..) => "batch_rejected",
             Self::OriginNotAllowed(_) => "origin_not_allowed",
             Self::InvalidPixel(_) => "invalid_pixel",
+            Self::Jwt(e) => e.code(),
+            Self::QuotaExceeded(_) => "quota_exceeded",
+            Self::BatchExceedsQuota(_) => "batch_exceeds_quota",
+            Self::AuthLockedOut(_) => "too_many_auth_failures",
             Self::InvalidBody(_) => "invalid_body",
             Self::BodyRead(_) => "body_read_failed",
             Self::Backpressure { .. } => "backpressure",
@@ -174,17 +190,33 @@ impl ApiError {
     fn retry_after(&self) -> Option<u64> {
         match self {
             Self::Backpressure { retry_after } | Self::KafkaUnavailable { retry_after, .. } => Some(*retry_after),
+            Self::QuotaExceeded(denied) | Self::AuthLockedOut(denied) => {
+                denied.retry_after.map(|d| d.as_secs() + u64::from(d.subsec_nanos() > 0)).map(|s| s.max(1))
+            }
             _ => None,
         }
+    }
+
+    /// The IETF `RateLimit-Policy` and `RateLimit` headers of a quota refusal.
+    fn rate_limit_headers(&self) -> Option<(String, String)> {
+        let denied = match self {
+            Self::QuotaExceeded(d) | Self::AuthLockedOut(d) | Self::BatchExceedsQuota(d) => d,
+            _ => return None,
+        };
+        let policy = format!("\"{}\";q={};w={}", denied.scope, denied.rate.burst, denied.rate.window_secs());
+        let reset = self.retry_after().unwrap_or(denied.rate.window_secs());
+        Some((policy, format!("\"{}\";r=0;t={reset}", denied.scope)))
     }
 }
 
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
         match self {
-            Self::MissingCredentials | Self::MalformedCredentials(_) | Self::InvalidWriteKey => {
+            Self::MissingCredentials | Self::MalformedCredentials(_) | Self::InvalidWriteKey | Self::Jwt(_) => {
                 StatusCode::UNAUTHORIZED
             }
+            Self::QuotaExceeded(_) | Self::AuthLockedOut(_) => StatusCode::TOO_MANY_REQUESTS,
+            Self::BatchExceedsQuota(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::BodyTooLarge { .. } | Self::BatchTooLarge { .. } | Self::DecompressedTooLarge { .. } => {
                 StatusCode::PAYLOAD_TOO_LARGE
             }
@@ -214,6 +246,10 @@ impl ResponseError for ApiError {
         answer.insert_header((CACHE_CONTROL, "no-store"));
         if let Some(seconds) = self.retry_after() {
             answer.insert_header((RETRY_AFTER, seconds.to_string()));
+        }
+        if let Some((policy, state)) = self.rate_limit_headers() {
+            answer.insert_header(("RateLimit-Policy", policy));
+            answer.insert_header(("RateLimit", state));
         }
         answer.extensions_mut().insert(ErrorCode(self.code()));
         if let Self::BatchRejected(_, events) = self {

@@ -13,6 +13,7 @@ pub mod cors;
 pub mod enrich;
 pub mod error;
 pub mod pipeline;
+pub mod quota;
 pub mod server;
 pub mod sink;
 pub mod telemetry;
@@ -35,16 +36,14 @@ pub struct AppState {
     pub config: config::Config,
     /// The compiled event catalog.
     pub catalog: Catalog,
-    /// Write key to source.
-    pub write_keys: auth::WriteKeys,
+    /// Sources, write keys, JWT issuers and quotas: swapped whole on reload.
+    pub auth: arc_swap::ArcSwap<auth::AuthState>,
     /// Where records go (Kafka, or memory in unit tests).
     pub sink: Arc<dyn sink::Sink>,
     /// Now.
     pub clock: Clock,
     /// Client IP and user agent from the request.
     pub clients: enrich::ClientResolver,
-    /// Origins any source allows, for CORS preflights.
-    pub preflight_origins: cors::OriginPolicy,
     /// Counters and histograms for `/metrics`.
     pub metrics: telemetry::Metrics,
 }
@@ -63,6 +62,9 @@ pub enum StartupError {
         /// The domain it names.
         domain: String,
     },
+    /// Sources, keys or JWT issuers cannot be used.
+    #[error("config: {0}")]
+    Auth(String),
     /// The producer could not be created (bad librdkafka property).
     #[error("Kafka producer: {0}")]
     Producer(#[from] rdkafka::error::KafkaError),
@@ -73,26 +75,25 @@ impl AppState {
     /// the destination of records.
     pub fn new(config: config::Config, sink: Arc<dyn sink::Sink>) -> Result<Self, StartupError> {
         let catalog = eventgw_schemas::loader::load_catalog(&config.catalog.dir)?;
-        for source in &config.sources {
-            for domain in &source.domains {
-                if !catalog.topics().contains_key(domain) {
-                    return Err(StartupError::UnknownDomain { source_id: source.id.clone(), domain: domain.clone() });
-                }
-            }
-        }
-        let write_keys = auth::WriteKeys::new(&config.sources);
+        let auth = build_auth(&config, &catalog)?;
         let clients = enrich::ClientResolver::new(&config.enrichment);
-        let preflight_origins = cors::OriginPolicy::union(&config.sources);
         Ok(Self {
             config,
             catalog,
-            write_keys,
+            auth: arc_swap::ArcSwap::from_pointee(auth),
             sink,
             clock: Arc::new(Utc::now),
             clients,
-            preflight_origins,
             metrics: telemetry::Metrics::new(),
         })
+    }
+
+    /// Swaps in the sources, write keys, JWT issuers and quotas of `config`;
+    /// on any error the running ones stay. Other settings need a restart.
+    pub fn reload(&self, config: &config::Config) -> Result<(), StartupError> {
+        let auth = build_auth(config, &self.catalog)?;
+        self.auth.store(Arc::new(auth));
+        Ok(())
     }
 
     /// As [`AppState::new`], producing to the Kafka brokers of `config`.
@@ -100,4 +101,15 @@ impl AppState {
         let sink = sink::KafkaSink::new(&config.kafka)?;
         Self::new(config, Arc::new(sink))
     }
+}
+
+fn build_auth(config: &config::Config, catalog: &Catalog) -> Result<auth::AuthState, StartupError> {
+    for source in &config.sources {
+        for domain in &source.domains {
+            if !catalog.topics().contains_key(domain) {
+                return Err(StartupError::UnknownDomain { source_id: source.id.clone(), domain: domain.clone() });
+            }
+        }
+    }
+    auth::AuthState::new(config).map_err(StartupError::Auth)
 }

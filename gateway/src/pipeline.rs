@@ -63,6 +63,9 @@ pub struct Admission<'a> {
     pub sent_at: Option<&'a str>,
     /// How the request authenticated, carried as the `auth` header.
     pub auth_method: &'static str,
+    /// A verified JWT's subject: it replaces whatever `userId` the event
+    /// says, so a client cannot speak for another user.
+    pub subject: Option<&'a str>,
     /// The client's IP and user agent, as the gateway sees them.
     pub client: &'a ClientInfo,
     /// Applies the anonymise setting to client-reported IPs.
@@ -103,6 +106,9 @@ impl Admission<'_> {
         };
         event.insert("messageId".into(), Value::String(message_id.clone()));
         event.remove("writeKey");
+        if let Some(subject) = self.subject {
+            event.insert("userId".into(), Value::String(subject.to_owned()));
+        }
         let original = Value::Object(event.clone());
         let verdict = match self.route(&original) {
             Ok(route) => match self.enrich(&mut event) {

@@ -81,7 +81,7 @@ where
             let authenticated = response.request().extensions().get::<Authenticated>().cloned();
             let allowed = match authenticated {
                 Some(Authenticated(source)) => source.origins.allows(origin.to_str().unwrap_or_default()),
-                None => state.preflight_origins.allows(origin.to_str().unwrap_or_default()),
+                None => state.auth.load().preflight_origins.allows(origin.to_str().unwrap_or_default()),
             };
             if allowed {
                 cors::grant(response.headers_mut(), &origin);
@@ -97,7 +97,9 @@ where
 
 fn preflight(state: &AppState, origin: Option<&header::HeaderValue>) -> HttpResponse {
     match origin {
-        Some(origin) if state.preflight_origins.allows(origin.to_str().unwrap_or_default()) => cors::preflight(origin),
+        Some(origin) if state.auth.load().preflight_origins.allows(origin.to_str().unwrap_or_default()) => {
+            cors::preflight(origin)
+        }
         Some(origin) => ApiError::OriginNotAllowed(origin.to_str().unwrap_or("?").to_owned()).error_response(),
         None => HttpResponse::NoContent().insert_header((header::ALLOW, "POST, GET, OPTIONS")).finish(),
     }

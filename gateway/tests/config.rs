@@ -35,7 +35,7 @@ fn dev_config_loads_and_environment_overrides_any_key() {
     .expect("overridden");
     assert_eq!(config.kafka.brokers, "10.0.0.1:9092,10.0.0.2:9092");
     assert_eq!(config.kafka.linger_ms, 20);
-    assert_eq!(config.sources[0].write_key, "rotated-key-123");
+    assert_eq!(config.sources[0].write_key.as_deref(), Some("rotated-key-123"));
     assert_eq!(config.kafka.extra.get("socket.keepalive.enable").map(String::as_str), Some("true"));
 }
 

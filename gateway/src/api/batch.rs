@@ -18,11 +18,11 @@ pub async fn batch(
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let from_header = ingest::header_source(&req, &state)?;
+    let gate = ingest::open(&req, &state).await?;
     let body = ingest::read_json(&req, payload, &state).await?;
     let request = wire::decode_batch(body, &state.config.limits)?;
-    let source = ingest::resolve_source(&req, &state, from_header, &request)?;
-    let answer = ingest::ingest(&req, &state, &source, request, "batch").await?;
+    let principal = ingest::authorize(&req, &gate, &request)?;
+    let answer = ingest::ingest(&state, &gate, &principal, request, "batch").await?;
     Ok(HttpResponse::Ok().json(answer))
 }
 
@@ -37,10 +37,10 @@ pub async fn single(
     let Some(kind) = SINGLE_KINDS.iter().find(|k| **k == kind.as_str()) else {
         return Err(ApiError::InvalidBody(format!("`{kind}` is not a call of this API")));
     };
-    let from_header = ingest::header_source(&req, &state)?;
+    let gate = ingest::open(&req, &state).await?;
     let body = ingest::read_json(&req, payload, &state).await?;
     let request = wire::decode_single(body, kind)?;
-    let source = ingest::resolve_source(&req, &state, from_header, &request)?;
-    let answer = ingest::ingest(&req, &state, &source, request, kind).await?;
+    let principal = ingest::authorize(&req, &gate, &request)?;
+    let answer = ingest::ingest(&state, &gate, &principal, request, kind).await?;
     Ok(HttpResponse::Ok().json(answer))
 }

@@ -1,6 +1,6 @@
 //! The path every ingestion endpoint shares, in order: auth → decode →
-//! validate → enrich → route → produce → answer. Endpoints differ only in
-//! how they find the events in the request.
+//! quota → validate → enrich → route → produce → answer. Endpoints differ
+//! only in how they find the events in the request.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,15 +10,43 @@ use serde_json::Value;
 
 use crate::AppState;
 use crate::api::outcome::{self, BatchAnswer};
-use crate::auth::{self, Authenticated, Source};
+use crate::auth::{self, AuthState, Authenticated, Principal};
+use crate::enrich::ClientInfo;
 use crate::error::ApiError;
 use crate::pipeline::{Admission, Verdict};
 use crate::wire::{self, BatchRequest};
 
-/// The write key from the `Authorization` header, checked before the body
-/// is read so that a wrong key costs no body.
-pub fn header_source(req: &HttpRequest, state: &AppState) -> Result<Option<Arc<Source>>, ApiError> {
-    auth::basic_user(req)?.map(|key| state.write_keys.source(&key)).transpose()
+/// What is known of a request before its body is read.
+pub struct Gate {
+    /// The client's IP and user agent.
+    pub client: ClientInfo,
+    /// The principal of the `Authorization` header, if it had one.
+    header: Option<Principal>,
+    /// The authentication state this request uses from start to end, even
+    /// if a reload swaps in another meanwhile.
+    auth: Arc<AuthState>,
+}
+
+/// Lock-out, per-IP request quota and header credentials: all checked
+/// before the body is read, so refused requests cost no body.
+pub async fn open(req: &HttpRequest, state: &AppState) -> Result<Gate, ApiError> {
+    let client = state.clients.resolve(req);
+    let auth = state.auth.load_full();
+    auth.check_locked_out(client.ip)?;
+    auth.quotas.check_request(client.ip).map_err(ApiError::QuotaExceeded)?;
+    let header = match auth::header_credentials(req) {
+        Ok(Some(credentials)) => Some(auth.authenticate(credentials).await.inspect_err(|_| failed(&auth, &client))?),
+        Ok(None) => None,
+        Err(e) => {
+            failed(&auth, &client);
+            return Err(e);
+        }
+    };
+    Ok(Gate { client, header, auth })
+}
+
+fn failed(auth: &AuthState, client: &ClientInfo) {
+    auth.quotas.record_auth_failure(client.ip);
 }
 
 /// Reads, inflates and parses a JSON body within every configured limit.
@@ -31,39 +59,43 @@ pub async fn read_json(req: &HttpRequest, payload: web::Payload, state: &AppStat
     wire::parse(&body, limits.json())
 }
 
-/// The source: from the header if it had one, else from the body's `writeKey`.
-pub fn resolve_source(
-    req: &HttpRequest,
-    state: &AppState,
-    from_header: Option<Arc<Source>>,
-    request: &BatchRequest,
-) -> Result<Arc<Source>, ApiError> {
-    let source = match from_header {
-        Some(source) => source,
-        None => state.write_keys.source(request.write_key.as_deref().ok_or(ApiError::MissingCredentials)?)?,
+/// The principal: the header's if it had one, else the body's `writeKey`'s.
+/// Then the events are charged to the quotas, all or nothing.
+pub fn authorize(req: &HttpRequest, gate: &Gate, request: &BatchRequest) -> Result<Principal, ApiError> {
+    let principal = match &gate.header {
+        Some(principal) => principal.clone(),
+        None => {
+            let key = request.write_key.as_deref().ok_or(ApiError::MissingCredentials)?;
+            gate.auth.by_write_key(key).inspect_err(|_| failed(&gate.auth, &gate.client))?
+        }
     };
-    req.extensions_mut().insert(Authenticated(Arc::clone(&source)));
-    Ok(source)
+    req.extensions_mut().insert(Authenticated(Arc::clone(&principal.source)));
+    let quotas = &gate.auth.quotas;
+    quotas.check_events(&principal.source.id, principal.subject.as_deref(), request.events.len()).map_err(|denied| {
+        if denied.retry_after.is_some() { ApiError::QuotaExceeded(denied) } else { ApiError::BatchExceedsQuota(denied) }
+    })?;
+    Ok(principal)
 }
 
 /// Checks, enriches and produces the events of `request`; the answer once
 /// Kafka acknowledged every record.
 pub async fn ingest(
-    req: &HttpRequest,
     state: &AppState,
-    source: &Source,
+    gate: &Gate,
+    principal: &Principal,
     request: BatchRequest,
     endpoint: &'static str,
 ) -> Result<BatchAnswer, ApiError> {
-    let client = state.clients.resolve(req);
+    let source = &principal.source;
     let admission = Admission {
         catalog: &state.catalog,
         source,
         kafka: &state.config.kafka,
         received_at: (state.clock)(),
         sent_at: request.sent_at.as_deref(),
-        auth_method: "write-key",
-        client: &client,
+        auth_method: principal.method,
+        subject: principal.subject.as_deref(),
+        client: &gate.client,
         clients: &state.clients,
         max_event_bytes: state.config.limits.max_event_bytes,
     };

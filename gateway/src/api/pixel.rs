@@ -49,6 +49,7 @@ pub async fn pixel(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse
 }
 
 async fn track(req: &HttpRequest, state: &AppState) -> Result<(), ApiError> {
+    let gate = ingest::open(req, state).await?;
     let query = web::Query::<HashMap<String, String>>::from_query(req.query_string())
         .map_err(|e| ApiError::InvalidPixel(format!("the query string cannot be read: {e}")))?;
     let data = query.get("data").ok_or_else(|| ApiError::InvalidPixel("the pixel needs a `data` parameter".into()))?;
@@ -62,9 +63,8 @@ async fn track(req: &HttpRequest, state: &AppState) -> Result<(), ApiError> {
     if let Some(key) = query.get("writeKey") {
         request.write_key = Some(key.clone());
     }
-    let from_header = ingest::header_source(req, state)?;
-    let source = ingest::resolve_source(req, state, from_header, &request)?;
-    ingest::ingest(req, state, &source, request, "pixel").await?;
+    let principal = ingest::authorize(req, &gate, &request)?;
+    ingest::ingest(state, &gate, &principal, request, "pixel").await?;
     Ok(())
 }
 

@@ -1,17 +1,25 @@
-//! Who is sending: a source found by its write key, taken from the HTTP
-//! Basic user name or, for `navigator.sendBeacon` which cannot set headers,
-//! from `writeKey` in the body.
+//! Who is sending. A source is found by its write key (HTTP Basic user name,
+//! or `writeKey` in the body for `navigator.sendBeacon`), or by a verified
+//! JWT whose issuer and claims name the source and the user. Everything
+//! here is rebuilt from configuration on reload and swapped in whole.
+
+pub mod jwks;
+pub mod jwt;
 
 use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use actix_web::HttpRequest;
 use actix_web::http::header::AUTHORIZATION;
 use base64::Engine;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
 
-use crate::config::{SourceConfig, UnknownEvents};
+use crate::config::{Config, SourceConfig, UnknownEvents};
 use crate::cors::OriginPolicy;
 use crate::error::ApiError;
+use crate::quota::Quotas;
 
 /// A sending source as the request path needs it.
 #[derive(Debug)]
@@ -33,55 +41,150 @@ pub struct Source {
 #[derive(Debug, Clone)]
 pub struct Authenticated(pub Arc<Source>);
 
-/// Write key to source.
-#[derive(Debug, Default)]
-pub struct WriteKeys {
-    by_key: HashMap<String, Arc<Source>>,
+/// Who a request speaks for.
+#[derive(Debug, Clone)]
+pub struct Principal {
+    /// The source whose permissions apply.
+    pub source: Arc<Source>,
+    /// The JWT subject; it overrides `userId` in every event.
+    pub subject: Option<String>,
+    /// `write-key` or `jwt`, carried as the `auth` record header.
+    pub method: &'static str,
 }
 
-impl WriteKeys {
-    /// Builds the table from configuration (already checked for duplicates).
-    pub fn new(sources: &[SourceConfig]) -> Self {
-        let by_key = sources
-            .iter()
-            .map(|s| {
-                let source = Source {
-                    id: s.id.clone(),
-                    domains: s.domains.iter().cloned().collect(),
-                    unknown_events: s.unknown_events,
-                    origins: OriginPolicy::for_source(s),
-                    strict: s.strict,
-                };
-                (s.write_key.clone(), Arc::new(source))
-            })
-            .collect();
-        Self { by_key }
+/// Credentials from the `Authorization` header.
+#[derive(Debug)]
+pub enum Credentials {
+    /// `Basic base64(writeKey:)`.
+    WriteKey(String),
+    /// `Bearer <JWT>`.
+    Bearer(String),
+}
+
+/// Everything authentication and quotas need, swapped whole on reload.
+pub struct AuthState {
+    /// SHA-256 of each write key to its source; keys can be configured as
+    /// hashes so server secrets never sit in the file in clear.
+    by_key_hash: HashMap<[u8; 32], Arc<Source>>,
+    /// Sources by id, for JWTs that name one.
+    by_id: HashMap<String, Arc<Source>>,
+    /// JWT issuers and their keys.
+    jwt: jwt::JwtVerifier,
+    /// Rate limiters.
+    pub quotas: Quotas,
+    /// Origins any source allows, for CORS preflights.
+    pub preflight_origins: OriginPolicy,
+}
+
+/// SHA-256 of a write key, the form keys are stored and compared in.
+pub fn key_hash(write_key: &str) -> [u8; 32] {
+    Sha256::digest(write_key.as_bytes()).into()
+}
+
+impl AuthState {
+    /// Builds from configuration (already checked); the error names the part at fault.
+    pub fn new(config: &Config) -> Result<Self, String> {
+        let mut by_key_hash = HashMap::new();
+        let mut by_id = HashMap::new();
+        for s in &config.sources {
+            let source = Arc::new(Source {
+                id: s.id.clone(),
+                domains: s.domains.iter().cloned().collect(),
+                unknown_events: s.unknown_events,
+                origins: OriginPolicy::for_source(s),
+                strict: s.strict,
+            });
+            if let Some(hash) = configured_hash(s)? {
+                by_key_hash.insert(hash, Arc::clone(&source));
+            }
+            by_id.insert(s.id.clone(), source);
+        }
+        let jwt = jwt::JwtVerifier::new(&config.jwt.issuers).map_err(|e| format!("jwt.issuers: {e}"))?;
+        for issuer in &config.jwt.issuers {
+            if !by_id.contains_key(&issuer.default_source) {
+                return Err(format!("jwt.issuers: `{}` names unknown default_source `{}`", issuer.issuer, issuer.default_source));
+            }
+        }
+        Ok(Self {
+            by_key_hash,
+            by_id,
+            jwt,
+            quotas: Quotas::new(&config.quotas),
+            preflight_origins: OriginPolicy::union(&config.sources),
+        })
     }
 
-    /// The source a write key belongs to.
-    pub fn source(&self, write_key: &str) -> Result<Arc<Source>, ApiError> {
-        self.by_key.get(write_key).cloned().ok_or(ApiError::InvalidWriteKey)
+    /// The source a write key belongs to. The lookup is by hash, and the
+    /// final comparison is constant-time, so timing reveals nothing of a key.
+    pub fn by_write_key(&self, write_key: &str) -> Result<Principal, ApiError> {
+        let presented = key_hash(write_key);
+        let found = self.by_key_hash.get_key_value(&presented).filter(|(stored, _)| bool::from(stored.ct_eq(&presented)));
+        let (_, source) = found.ok_or(ApiError::InvalidWriteKey)?;
+        Ok(Principal { source: Arc::clone(source), subject: None, method: "write-key" })
+    }
+
+    /// Checks credentials from the header.
+    pub async fn authenticate(&self, credentials: Credentials) -> Result<Principal, ApiError> {
+        match credentials {
+            Credentials::WriteKey(key) => self.by_write_key(&key),
+            Credentials::Bearer(token) => {
+                let verified = self.jwt.verify(&token, |id| self.by_id.contains_key(id)).await.map_err(ApiError::Jwt)?;
+                let source = self.by_id.get(&verified.source_id).cloned().ok_or(ApiError::InvalidWriteKey)?;
+                Ok(Principal { source, subject: Some(verified.subject), method: "jwt" })
+            }
+        }
+    }
+
+    /// Refuses an address locked out for failing authentication too often.
+    pub fn check_locked_out(&self, ip: Option<IpAddr>) -> Result<(), ApiError> {
+        self.quotas.check_locked_out(ip).map_err(ApiError::AuthLockedOut)
     }
 }
 
-/// The write key from `Authorization: Basic base64(key:)`, if the header is
-/// there. A header of another scheme is an error, not a fallback to the body.
-pub fn basic_user(req: &HttpRequest) -> Result<Option<String>, ApiError> {
+fn configured_hash(source: &SourceConfig) -> Result<Option<[u8; 32]>, String> {
+    match (&source.write_key, &source.write_key_sha256) {
+        (Some(key), None) => Ok(Some(key_hash(key))),
+        (None, Some(hex)) => parse_hex32(hex)
+            .map(Some)
+            .ok_or_else(|| format!("sources.write_key_sha256: source `{}`: not 64 hex digits", source.id)),
+        (None, None) => Ok(None),
+        (Some(_), Some(_)) => Err(format!("sources: source `{}` sets both write_key and write_key_sha256", source.id)),
+    }
+}
+
+fn parse_hex32(hex: &str) -> Option<[u8; 32]> {
+    let bytes = hex.as_bytes();
+    if bytes.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, pair) in bytes.chunks(2).enumerate() {
+        let text = std::str::from_utf8(pair).ok()?;
+        out[i] = u8::from_str_radix(text, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// Credentials from `Authorization`, if the header is there. A header of
+/// another scheme is an error, not a fallback to the body.
+pub fn header_credentials(req: &HttpRequest) -> Result<Option<Credentials>, ApiError> {
     let Some(header) = req.headers().get(AUTHORIZATION) else { return Ok(None) };
     let value = header.to_str().map_err(|_| ApiError::MalformedCredentials("it is not ASCII"))?;
-    let (scheme, encoded) =
-        value.trim().split_once(' ').ok_or(ApiError::MalformedCredentials("expected `Basic <base64>`"))?;
+    let (scheme, rest) =
+        value.trim().split_once(' ').ok_or(ApiError::MalformedCredentials("expected `Basic <base64>` or `Bearer <JWT>`"))?;
+    if scheme.eq_ignore_ascii_case("bearer") {
+        return Ok(Some(Credentials::Bearer(rest.trim().to_owned())));
+    }
     if !scheme.eq_ignore_ascii_case("basic") {
-        return Err(ApiError::MalformedCredentials("only the Basic scheme is supported"));
+        return Err(ApiError::MalformedCredentials("only the Basic and Bearer schemes are supported"));
     }
     let decoded = base64::engine::general_purpose::STANDARD
-        .decode(encoded.trim())
+        .decode(rest.trim())
         .map_err(|_| ApiError::MalformedCredentials("the Basic credentials are not base64"))?;
-    let text = String::from_utf8(decoded)
-        .map_err(|_| ApiError::MalformedCredentials("the Basic credentials are not UTF-8"))?;
+    let text = String::from_utf8(decoded).map_err(|_| ApiError::MalformedCredentials("the Basic credentials are not UTF-8"))?;
     let user = text.split_once(':').map_or(text.as_str(), |(user, _password)| user);
     if user.is_empty() {
         return Err(ApiError::MalformedCredentials("the Basic user name (the write key) is empty"));
     }
-    Ok(Some(user.to_owned()))
+    Ok(Some(Credentials::WriteKey(user.to_owned())))
 }

@@ -1,0 +1,339 @@
+//! JWT bearer tokens for server-to-server calls and signed-in app users.
+//! The issuer is chosen by `iss`, the algorithm is pinned by that issuer's
+//! configuration (never taken from the token), `exp`, `nbf`, `iss` and `aud`
+//! are required, and the subject claim becomes the event's `userId`.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use base64::Engine;
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::jwks::{Jwks, JwksLocation, NamedKey, find};
+
+/// Most verified tokens kept; past it the cache starts over.
+pub const TOKEN_CACHE_CAPACITY: usize = 10_000;
+
+/// One trusted token issuer, as configured.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IssuerConfig {
+    /// The exact `iss` its tokens carry.
+    pub issuer: String,
+    /// Accepted `aud` values; a token must name at least one.
+    pub audiences: Vec<String>,
+    /// Algorithms its tokens may use, e.g. `["RS256"]`; tokens naming any other are refused.
+    pub algorithms: Vec<Algorithm>,
+    /// Clock tolerance for `exp` and `nbf`.
+    #[serde(default = "default_leeway")]
+    pub leeway_secs: u64,
+    /// The claim that becomes `userId`.
+    #[serde(default = "default_user_claim")]
+    pub user_claim: String,
+    /// The claim naming the source (tenant) whose permissions apply; when
+    /// absent from the token, `default_source` applies.
+    #[serde(default)]
+    pub source_claim: Option<String>,
+    /// The source for tokens that name none.
+    pub default_source: String,
+    /// Fixed keys.
+    #[serde(default)]
+    pub keys: Vec<KeyConfig>,
+    /// A JWKS document on disk.
+    #[serde(default)]
+    pub jwks_file: Option<std::path::PathBuf>,
+    /// A JWKS document over plain HTTP.
+    #[serde(default)]
+    pub jwks_url: Option<String>,
+    /// Least seconds between two JWKS fetches.
+    #[serde(default = "default_jwks_min")]
+    pub jwks_min_refresh_secs: u64,
+    /// JWKS keys are re-fetched when older than this.
+    #[serde(default = "default_jwks_refresh")]
+    pub jwks_refresh_secs: u64,
+    /// Last good JWKS keys are kept this long while the source is down.
+    #[serde(default = "default_jwks_max_age")]
+    pub jwks_max_age_secs: u64,
+}
+
+/// A fixed verification key.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyConfig {
+    /// The `kid` it answers to; none matches any token of its algorithm family.
+    #[serde(default)]
+    pub kid: Option<String>,
+    /// An HMAC secret (HS256/384/512).
+    #[serde(default)]
+    pub secret: Option<String>,
+    /// A public key in PEM (RSA, EC or Ed25519).
+    #[serde(default)]
+    pub pem: Option<String>,
+    /// A file holding a public key in PEM.
+    #[serde(default)]
+    pub pem_file: Option<std::path::PathBuf>,
+}
+
+fn default_leeway() -> u64 {
+    30
+}
+fn default_user_claim() -> String {
+    "sub".into()
+}
+fn default_jwks_min() -> u64 {
+    30
+}
+fn default_jwks_refresh() -> u64 {
+    300
+}
+fn default_jwks_max_age() -> u64 {
+    86_400
+}
+
+/// Why a token is refused; each is a 401 with its own code.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JwtError {
+    /// Not three base64url parts of JSON.
+    #[error("the bearer token is not a well-formed JWT")]
+    Malformed,
+    /// `alg: none`.
+    #[error("unsigned tokens (alg `none`) are never accepted")]
+    Unsigned,
+    /// `iss` names no configured issuer.
+    #[error("the token's issuer is not trusted")]
+    InvalidIssuer,
+    /// The token's `alg` is not one its issuer is configured for.
+    #[error("algorithm {0} is not allowed for this issuer")]
+    AlgorithmNotAllowed(String),
+    /// No key with the token's `kid` (JWKS refreshed or unreachable).
+    #[error("no verification key matches the token's `kid`")]
+    UnknownKey,
+    /// The signature does not verify.
+    #[error("the token's signature does not verify")]
+    InvalidSignature,
+    /// `exp` has passed.
+    #[error("the token has expired")]
+    Expired,
+    /// `nbf` is in the future.
+    #[error("the token is not valid yet")]
+    NotYetValid,
+    /// `aud` names none of the accepted audiences.
+    #[error("the token is not meant for this gateway (aud)")]
+    InvalidAudience,
+    /// A required claim is missing.
+    #[error("the token lacks the required claim `{0}`")]
+    MissingClaim(String),
+    /// A claim has the wrong JSON type (e.g. a string `exp`).
+    #[error("the token's claim `{0}` has the wrong type")]
+    InvalidClaimType(String),
+    /// The source the token names does not exist.
+    #[error("the token names unknown source `{0}`")]
+    UnknownSource(String),
+}
+
+impl JwtError {
+    /// The stable machine code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Malformed => "malformed_token",
+            Self::Unsigned => "unsigned_token",
+            Self::InvalidIssuer => "invalid_issuer",
+            Self::AlgorithmNotAllowed(_) => "algorithm_not_allowed",
+            Self::UnknownKey => "unknown_key",
+            Self::InvalidSignature => "invalid_signature",
+            Self::Expired => "token_expired",
+            Self::NotYetValid => "token_not_yet_valid",
+            Self::InvalidAudience => "invalid_audience",
+            Self::MissingClaim(_) => "missing_claim",
+            Self::InvalidClaimType(_) => "invalid_claim_type",
+            Self::UnknownSource(_) => "unknown_source",
+        }
+    }
+}
+
+/// What a verified token says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verified {
+    /// The user the token speaks for; overrides `userId` in events.
+    pub subject: String,
+    /// The source whose permissions apply.
+    pub source_id: String,
+    /// `exp`, seconds since the epoch; the cache forgets the token then.
+    pub expires_at: u64,
+}
+
+struct Issuer {
+    config: IssuerConfig,
+    keys: Vec<NamedKey>,
+    jwks: Option<Jwks>,
+}
+
+/// Verifies tokens of every configured issuer, caching verified ones until expiry.
+pub struct JwtVerifier {
+    issuers: HashMap<String, Issuer>,
+    cache: Mutex<HashMap<String, Verified>>,
+}
+
+impl JwtVerifier {
+    /// Builds the verifier; fails on unreadable or invalid keys, naming the issuer.
+    pub fn new(issuers: &[IssuerConfig]) -> Result<Self, String> {
+        let mut built = HashMap::new();
+        for config in issuers {
+            let name = &config.issuer;
+            if config.algorithms.is_empty() || config.audiences.is_empty() {
+                return Err(format!("issuer `{name}`: algorithms and audiences must not be empty"));
+            }
+            let keys = config.keys.iter().map(|k| static_key(k, &config.algorithms)).collect::<Result<Vec<_>, _>>();
+            let keys = keys.map_err(|e| format!("issuer `{name}`: {e}"))?;
+            let location = match (&config.jwks_file, &config.jwks_url) {
+                (Some(file), None) => Some(JwksLocation::File(file.clone())),
+                (None, Some(url)) if url.starts_with("http://") => Some(JwksLocation::Url(url.clone())),
+                (None, Some(_)) => return Err(format!("issuer `{name}`: jwks_url must be http:// (no TLS client built in)")),
+                (Some(_), Some(_)) => return Err(format!("issuer `{name}`: set jwks_file or jwks_url, not both")),
+                (None, None) => None,
+            };
+            if keys.is_empty() && location.is_none() {
+                return Err(format!("issuer `{name}`: needs keys, jwks_file or jwks_url"));
+            }
+            let jwks = location.map(|l| {
+                let secs = Duration::from_secs;
+                Jwks::new(l, secs(config.jwks_min_refresh_secs), secs(config.jwks_max_age_secs), secs(config.jwks_refresh_secs))
+            });
+            built.insert(name.clone(), Issuer { config: config.clone(), keys, jwks });
+        }
+        Ok(Self { issuers: built, cache: Mutex::new(HashMap::new()) })
+    }
+
+    /// Verifies `token` and returns who it speaks for.
+    pub async fn verify(&self, token: &str, source_exists: impl Fn(&str) -> bool) -> Result<Verified, JwtError> {
+        let now = jsonwebtoken::get_current_timestamp();
+        if let Some(hit) = self.cache.lock().ok().and_then(|c| c.get(token).cloned())
+            && hit.expires_at > now
+        {
+            return Ok(hit);
+        }
+        let (alg, kid) = read_header(token)?;
+        let claims: Value = jsonwebtoken::dangerous::insecure_decode_claims(token).map_err(|_| JwtError::Malformed)?;
+        check_claim_types(&claims)?;
+        let iss = claims.get("iss").and_then(Value::as_str).ok_or(JwtError::MissingClaim("iss".into()))?;
+        let issuer = self.issuers.get(iss).ok_or(JwtError::InvalidIssuer)?;
+        if !issuer.config.algorithms.contains(&alg) {
+            return Err(JwtError::AlgorithmNotAllowed(format!("{alg:?}")));
+        }
+        let key = match find(&issuer.keys, kid.as_deref(), alg.family()) {
+            Some(key) => key,
+            None => match &issuer.jwks {
+                Some(jwks) => jwks.key(kid.as_deref(), alg.family()).await.ok_or(JwtError::UnknownKey)?,
+                None => return Err(JwtError::UnknownKey),
+            },
+        };
+        let mut validation = Validation::new(alg);
+        validation.leeway = issuer.config.leeway_secs;
+        validation.validate_nbf = true;
+        validation.set_issuer(&[&issuer.config.issuer]);
+        validation.set_audience(&issuer.config.audiences);
+        validation.set_required_spec_claims(&["exp", "nbf", "iss", "aud"]);
+        jsonwebtoken::decode::<Value>(token, &key.key, &validation).map_err(|e| classify(e.kind()))?;
+        let verified = identity(&issuer.config, &claims, &source_exists)?;
+        if let Ok(mut cache) = self.cache.lock() {
+            if cache.len() >= TOKEN_CACHE_CAPACITY {
+                cache.retain(|_, v| v.expires_at > now);
+                if cache.len() >= TOKEN_CACHE_CAPACITY {
+                    cache.clear();
+                }
+            }
+            cache.insert(token.to_owned(), verified.clone());
+        }
+        Ok(verified)
+    }
+}
+
+fn static_key(config: &KeyConfig, algorithms: &[Algorithm]) -> Result<NamedKey, String> {
+    let pem = match (&config.pem, &config.pem_file) {
+        (Some(pem), _) => Some(pem.clone().into_bytes()),
+        (None, Some(file)) => Some(std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?),
+        (None, None) => None,
+    };
+    let family = algorithms[0].family();
+    if algorithms.iter().any(|a| a.family() != family) {
+        return Err("fixed keys need algorithms of one family (HS*, RS*/PS*, ES* or EdDSA)".into());
+    }
+    let key = match (family, &config.secret, pem) {
+        (jsonwebtoken::AlgorithmFamily::Hmac, Some(secret), None) => DecodingKey::from_secret(secret.as_bytes()),
+        (jsonwebtoken::AlgorithmFamily::Rsa, None, Some(pem)) => DecodingKey::from_rsa_pem(&pem),
+        (jsonwebtoken::AlgorithmFamily::Ec, None, Some(pem)) => DecodingKey::from_ec_pem(&pem),
+        (jsonwebtoken::AlgorithmFamily::Ed, None, Some(pem)) => DecodingKey::from_ed_pem(&pem),
+        _ => return Err("HMAC algorithms take `secret`; RSA, EC and EdDSA take `pem` or `pem_file`".into()),
+    }
+    .map_err(|e| format!("invalid key: {e}"))?;
+    Ok(NamedKey { kid: config.kid.clone(), family, key })
+}
+
+/// The header's `alg` and `kid`, refusing `none` before anything else.
+fn read_header(token: &str) -> Result<(Algorithm, Option<String>), JwtError> {
+    let header_part = token.split('.').next().ok_or(JwtError::Malformed)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(header_part).map_err(|_| JwtError::Malformed)?;
+    let header: Value = serde_json::from_slice(&bytes).map_err(|_| JwtError::Malformed)?;
+    if header.get("alg").and_then(Value::as_str).is_some_and(|a| a.eq_ignore_ascii_case("none")) {
+        return Err(JwtError::Unsigned);
+    }
+    let parsed = jsonwebtoken::decode_header(token).map_err(|_| JwtError::Malformed)?;
+    Ok((parsed.alg, parsed.kid))
+}
+
+fn check_claim_types(claims: &Value) -> Result<(), JwtError> {
+    for name in ["exp", "nbf"] {
+        match claims.get(name) {
+            None => return Err(JwtError::MissingClaim(name.into())),
+            Some(v) if v.as_u64().is_none() => return Err(JwtError::InvalidClaimType(name.into())),
+            Some(_) => {}
+        }
+    }
+    match claims.get("aud") {
+        None => return Err(JwtError::MissingClaim("aud".into())),
+        Some(Value::String(_)) => {}
+        Some(Value::Array(items)) if items.iter().all(Value::is_string) => {}
+        Some(_) => return Err(JwtError::InvalidClaimType("aud".into())),
+    }
+    match claims.get("iss") {
+        Some(Value::String(_)) | None => Ok(()),
+        Some(_) => Err(JwtError::InvalidClaimType("iss".into())),
+    }
+}
+
+fn classify(kind: &ErrorKind) -> JwtError {
+    match kind {
+        ErrorKind::ExpiredSignature => JwtError::Expired,
+        ErrorKind::ImmatureSignature => JwtError::NotYetValid,
+        ErrorKind::InvalidAudience => JwtError::InvalidAudience,
+        ErrorKind::InvalidIssuer => JwtError::InvalidIssuer,
+        ErrorKind::InvalidAlgorithm => JwtError::AlgorithmNotAllowed("mismatch".into()),
+        ErrorKind::MissingRequiredClaim(c) => JwtError::MissingClaim(c.clone()),
+        ErrorKind::InvalidClaimFormat(c) => JwtError::InvalidClaimType(c.clone()),
+        ErrorKind::InvalidSignature => JwtError::InvalidSignature,
+        _ => JwtError::Malformed,
+    }
+}
+
+fn identity(config: &IssuerConfig, claims: &Value, source_exists: &impl Fn(&str) -> bool) -> Result<Verified, JwtError> {
+    let subject = match claims.get(&config.user_claim) {
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        Some(_) => return Err(JwtError::InvalidClaimType(config.user_claim.clone())),
+        None => return Err(JwtError::MissingClaim(config.user_claim.clone())),
+    };
+    let named = config.source_claim.as_ref().and_then(|c| claims.get(c));
+    let source_id = match named {
+        None => config.default_source.clone(),
+        Some(Value::String(s)) => s.clone(),
+        Some(_) => return Err(JwtError::InvalidClaimType(config.source_claim.clone().unwrap_or_default())),
+    };
+    if !source_exists(&source_id) {
+        return Err(JwtError::UnknownSource(source_id));
+    }
+    let expires_at = claims.get("exp").and_then(Value::as_u64).unwrap_or(0);
+    Ok(Verified { subject, source_id, expires_at })
+}
