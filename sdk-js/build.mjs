@@ -20,6 +20,7 @@ mkdirSync("dist");
 await build({ ...common, entryPoints: ["src/browser.ts"], outfile: "dist/eventgw.min.js", format: "iife", minify: true });
 await build({ ...common, entryPoints: ["src/index.ts"], outfile: "dist/index.mjs", format: "esm", platform: "neutral" });
 await build({ ...common, entryPoints: ["src/index.ts"], outfile: "dist/index.cjs", format: "cjs", platform: "node" });
+await build({ ...common, entryPoints: ["src/internal.ts"], outfile: "dist/internal.mjs", format: "esm", platform: "neutral" });
 
 const snippet = await transform(readFileSync("src/snippet.js", "utf8"), { minify: true, target: "es5" });
 writeFileSync("dist/snippet.min.js", snippet.code.trim() + "\n");

@@ -159,8 +159,6 @@ export class Client {
     };
     if (this.userId) e.userId = this.userId;
     if (this.state == "denied") return e.messageId;
-    const dropped = this.queue.report();
-    if (dropped) context.dropped = dropped;
     const i = item(e);
     if (i.n > this.opts.maxEventBytes) this.queue.drop("too_large", 1);
     else this.queue.push(i);
@@ -195,9 +193,10 @@ export class Client {
   private async send(): Promise<boolean> {
     const o = this.opts;
     const batch = (this.inflight = this.queue.head(o.flushAt, o.maxBatchBytes));
+    const report = { ...this.queue.dropped };
     let a;
     try {
-      a = this.fetch ? await post(this.fetch, this.url, this.body(batch), o.compressAt) : undefined;
+      a = this.fetch ? await post(this.fetch, this.url, this.body(batch, report), o.compressAt) : undefined;
     } catch (e) {
       /* network failure or an unreadable CORS answer: retryable */
     }
@@ -211,13 +210,20 @@ export class Client {
       return false;
     }
     this.attempts = 0;
+    this.queue.reported(report);
     this.queue.remove(batch);
     return true;
   }
 
-  private body(batch: Item[]): string {
+  /** The request body; the first event carries the drop report, if there is one. */
+  private body(batch: Item[], dropped: Dict = {}): string {
     const head = JSON.stringify({ writeKey: this.opts.writeKey, sentAt: new Date().toISOString() });
-    return `${head.slice(0, -1)},"batch":[${batch.map((i) => i.s).join(",")}]}`;
+    const events = batch.map((i) => i.s);
+    if (events.length && Object.keys(dropped).length) {
+      const e = batch[0].e;
+      events[0] = JSON.stringify({ ...e, context: { ...(e.context as Dict), dropped } });
+    }
+    return `${head.slice(0, -1)},"batch":[${events.join(",")}]}`;
   }
 
   /**
@@ -230,9 +236,10 @@ export class Client {
     const limit = this.opts.beaconBytes - this.body([]).length;
     let chunk: Item[] = [];
     let size = 0;
+    let report = { ...this.queue.dropped };
     const send = () => {
-      const ok = !chunk.length || beacon(this.fetch, this.url, this.body(chunk));
-      if (ok) this.queue.remove(chunk);
+      const ok = !chunk.length || beacon(this.fetch, this.url, this.body(chunk, report));
+      if (ok && chunk.length) this.queue.reported(report), this.queue.remove(chunk), (report = {});
       chunk = [];
       size = 0;
       return ok;

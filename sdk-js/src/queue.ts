@@ -2,8 +2,9 @@
 // crashes with their messageIds intact (a resend is then a duplicate that
 // downstream drops, never a new event). It is bounded by count and bytes so
 // it can never grow until the browser refuses the write: past a bound the
-// oldest events go, and how many went and why is reported once, in the
-// context of the next event.
+// oldest events go, and how many went and why is reported in the context of
+// the next event sent (the first of the next request), until a request
+// carrying the report has settled.
 
 import type { Store } from "./storage";
 
@@ -90,13 +91,14 @@ export class Queue {
     if (n > 0) this.dropped[reason] = (this.dropped[reason] || 0) + n;
   }
 
-  /** The drop counts for the next event's context, once. */
-  report(): Queue["dropped"] | undefined {
-    const d = this.dropped;
-    if (!Object.keys(d).length) return undefined;
-    this.dropped = {};
+  /** Forgets counts once a request that reported them has settled; later drops stay counted. */
+  reported(sent: Queue["dropped"]) {
+    for (const [r, n] of Object.entries(sent) as [DropReason, number][]) {
+      const left = (this.dropped[r] || 0) - n;
+      if (left > 0) this.dropped[r] = left;
+      else delete this.dropped[r];
+    }
     this.saveSoon();
-    return d;
   }
 
   clear() {
