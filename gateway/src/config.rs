@@ -418,7 +418,10 @@ impl Config {
                     return Err(("sources.write_key", problem));
                 }
                 if !keys.insert(key.as_str()) {
-                    return Err(("sources.write_key", format!("source `{}` reuses another source's write key", source.id)));
+                    return Err((
+                        "sources.write_key",
+                        format!("source `{}` reuses another source's write key", source.id),
+                    ));
                 }
             }
             if !ids.insert(source.id.as_str()) {

@@ -40,10 +40,10 @@ fn main() -> anyhow::Result<()> {
     let path = config_path.context(format!("no configuration: pass --config FILE or set EVENTGW_CONFIG\n{USAGE}"))?;
     let config = Config::load(&path)?;
     let runtime = actix_web::rt::System::new();
-    runtime.block_on(run(&command, config))
+    runtime.block_on(run(&command, config, path))
 }
 
-async fn run(command: &str, config: Config) -> anyhow::Result<()> {
+async fn run(command: &str, config: Config, path: PathBuf) -> anyhow::Result<()> {
     match command {
         "check-config" => {
             let state = AppState::with_kafka(config)?;
@@ -56,18 +56,44 @@ async fn run(command: &str, config: Config) -> anyhow::Result<()> {
             println!("created {} topic(s): {}", created.len(), created.join(", "));
             Ok(())
         }
-        _ => serve(config).await,
+        _ => serve(config, path).await,
     }
 }
 
-async fn serve(config: Config) -> anyhow::Result<()> {
+async fn serve(config: Config, path: PathBuf) -> anyhow::Result<()> {
     let listen = config.server.listen;
     let listener = TcpListener::bind(listen).with_context(|| format!("cannot listen on {listen}"))?;
     let state = Arc::new(AppState::with_kafka(config)?);
     tracing::info!(%listen, events = state.catalog.events().len(), "Gateway listening");
+    actix_web::rt::spawn(reload_on_sighup(Arc::clone(&state), path));
     gateway::serve(Arc::clone(&state), listener)?.await?;
     tracing::info!("Server stopped; flushing the producer");
     state.sink.flush(Duration::from_secs(state.config.server.shutdown_timeout_secs)).map_err(anyhow::Error::msg)?;
     tracing::info!("Producer flushed; bye");
     Ok(())
+}
+
+/// SIGHUP re-reads the configuration file and swaps in its sources, write
+/// keys, JWT issuers and quotas; a bad file is refused and the running
+/// configuration kept. Connections are not touched.
+async fn reload_on_sighup(state: Arc<AppState>, path: PathBuf) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut hangups = match signal(SignalKind::hangup()) {
+        Ok(stream) => stream,
+        Err(error) => {
+            tracing::error!(%error, "Cannot listen for SIGHUP; configuration reload is off");
+            return;
+        }
+    };
+    while hangups.recv().await.is_some() {
+        let outcome = Config::load(&path).map_err(anyhow::Error::from).and_then(|c| Ok(state.reload(&c)?));
+        match outcome {
+            Ok(()) => {
+                tracing::info!(file = %path.display(), "Configuration reloaded: sources, keys, issuers and quotas")
+            }
+            Err(error) => {
+                tracing::error!(file = %path.display(), %error, "Configuration reload refused; keeping the running one")
+            }
+        }
+    }
 }

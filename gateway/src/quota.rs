@@ -105,8 +105,12 @@ impl Quotas<DefaultClock> {
 impl<C: Clock + Clone> Quotas<C> {
     /// Limiters on `clock` (a fake one in tests).
     pub fn with_clock(config: &QuotaConfig, clock: C) -> Self {
-        let keyed = |rate: Option<Rate>| rate.and_then(|r| Some((r, RateLimiter::dashmap_with_clock(r.quota()?, clock.clone()))));
-        let ip_keyed = |rate: Option<Rate>| rate.and_then(|r| Some((r, RateLimiter::dashmap_with_clock(r.quota()?, clock.clone()))));
+        let keyed = |rate: Option<Rate>| {
+            rate.and_then(|r| Some((r, RateLimiter::dashmap_with_clock(r.quota()?, clock.clone()))))
+        };
+        let ip_keyed = |rate: Option<Rate>| {
+            rate.and_then(|r| Some((r, RateLimiter::dashmap_with_clock(r.quota()?, clock.clone()))))
+        };
         Self {
             source: keyed(config.source),
             subject: keyed(config.subject),
@@ -202,5 +206,100 @@ impl<C: Clock + Clone> Quotas<C> {
             remaining += locked.len();
         }
         remaining
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use governor::clock::FakeRelativeClock;
+
+    use super::*;
+
+    fn rate(per_second: f64, burst: u32) -> Option<Rate> {
+        Some(Rate { per_second, burst })
+    }
+
+    fn quotas(config: QuotaConfig) -> (Quotas<FakeRelativeClock>, FakeRelativeClock) {
+        let clock = FakeRelativeClock::default();
+        (Quotas::with_clock(&config, clock.clone()), clock)
+    }
+
+    #[test]
+    fn exactly_the_burst_is_accepted_then_the_wait_is_exact() {
+        let (q, clock) = quotas(QuotaConfig { source: rate(10.0, 5), ..QuotaConfig::default() });
+        for _ in 0..5 {
+            q.check_events("web", None, 1).expect("within the burst");
+        }
+        let denied = q.check_events("web", None, 1).expect_err("one past the burst");
+        assert_eq!(denied.scope, "source");
+        assert_eq!(denied.retry_after, Some(Duration::from_millis(100)), "one cell per 100 ms");
+        clock.advance(Duration::from_millis(99));
+        assert!(q.check_events("web", None, 1).is_err(), "not a moment early");
+        clock.advance(Duration::from_millis(1));
+        assert!(q.check_events("web", None, 1).is_ok());
+    }
+
+    #[test]
+    fn a_batch_costs_its_events_and_is_refused_whole() {
+        let (q, _) = quotas(QuotaConfig { source: rate(1.0, 10), ..QuotaConfig::default() });
+        q.check_events("web", None, 8).expect("8 of 10");
+        assert!(q.check_events("web", None, 3).is_err(), "3 more do not fit");
+        q.check_events("web", None, 2).expect("the refused batch consumed nothing");
+        let never = q.check_events("web", None, 11).expect_err("larger than the burst");
+        assert_eq!(never.retry_after, None, "it can never conform");
+    }
+
+    #[test]
+    fn one_noisy_source_does_not_use_another_sources_quota() {
+        let (q, _) = quotas(QuotaConfig { source: rate(1.0, 3), subject: rate(1.0, 2), ..QuotaConfig::default() });
+        q.check_events("noisy", None, 3).expect("burst");
+        assert!(q.check_events("noisy", None, 1).is_err());
+        q.check_events("quiet", None, 2).expect("its own burst");
+        q.check_events("quiet", Some("alice"), 0).expect("zero counts as one");
+        assert_eq!(q.check_events("other", Some("alice"), 2).expect_err("alice has 1 left").scope, "subject");
+        q.check_events("third", Some("bob"), 2).expect("bob has his own");
+    }
+
+    #[test]
+    fn global_and_ip_quotas_apply_to_everyone() {
+        let (q, _) = quotas(QuotaConfig { global: rate(1.0, 4), ip: rate(1.0, 1), ..QuotaConfig::default() });
+        q.check_events("a", None, 2).expect("global 2/4");
+        q.check_events("b", None, 2).expect("global 4/4");
+        assert_eq!(q.check_events("c", None, 1).expect_err("global full").scope, "global");
+        let ip: IpAddr = "192.0.2.1".parse().expect("ip");
+        q.check_request(Some(ip)).expect("first request");
+        assert_eq!(q.check_request(Some(ip)).expect_err("second").scope, "ip");
+        q.check_request(Some("192.0.2.2".parse().expect("ip"))).expect("another address");
+    }
+
+    #[test]
+    fn failing_authentication_locks_an_address_out_for_a_while() {
+        let (q, clock) = quotas(QuotaConfig { auth_failures: rate(0.1, 2), ..QuotaConfig::default() });
+        let ip: IpAddr = "198.51.100.9".parse().expect("ip");
+        q.record_auth_failure(Some(ip));
+        q.record_auth_failure(Some(ip));
+        q.check_locked_out(Some(ip)).expect("two failures are allowed");
+        q.record_auth_failure(Some(ip));
+        let denied = q.check_locked_out(Some(ip)).expect_err("the third locks out");
+        assert_eq!(denied.retry_after, Some(Duration::from_secs(10)));
+        clock.advance(Duration::from_secs(10));
+        q.check_locked_out(Some(ip)).expect("the lock-out ends");
+    }
+
+    #[test]
+    fn limiter_memory_stays_bounded_under_many_distinct_keys() {
+        let (q, clock) = quotas(QuotaConfig {
+            source: rate(100.0, 10),
+            subject: rate(100.0, 10),
+            ip: rate(100.0, 10),
+            ..QuotaConfig::default()
+        });
+        for i in 0..200_000u32 {
+            q.check_events(&format!("s{i}"), Some(&format!("u{i}")), 1).expect("fresh key");
+            q.check_request(Some(IpAddr::from(i.to_be_bytes()))).expect("fresh address");
+        }
+        assert_eq!(q.cleanup(), 600_000, "nothing is idle long enough yet");
+        clock.advance(Duration::from_millis(100));
+        assert_eq!(q.cleanup(), 0, "keys idle for a full burst period are indistinguishable from new ones");
     }
 }

@@ -30,6 +30,7 @@ pub fn serve(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Ser
     let (shutdown, max_connections) = (s.shutdown_timeout_secs, s.max_connections);
     let header_timeout = Duration::from_millis(s.header_timeout_ms);
     let keep_alive = Duration::from_secs(s.keep_alive_secs);
+    actix_web::rt::spawn(clean_quotas(Arc::clone(&state)));
     let data = web::Data::from(state);
     let server = HttpServer::new(move || {
         App::new()
@@ -123,4 +124,18 @@ fn count(state: &AppState, endpoint: &str, response: &HttpResponse) {
 async fn not_found() -> HttpResponse {
     HttpResponse::NotFound()
         .json(ErrorBody { code: "not_found", message: "no such endpoint; see the README for the API".into() })
+}
+
+/// Drops idle limiter state now and then, so memory stays bounded however
+/// many distinct sources, subjects and addresses appear. Ends with the server.
+async fn clean_quotas(state: Arc<AppState>) {
+    let every = Duration::from_secs(state.config.quotas.cleanup_interval_secs.max(1));
+    let weak = Arc::downgrade(&state);
+    drop(state);
+    loop {
+        actix_web::rt::time::sleep(every).await;
+        let Some(state) = weak.upgrade() else { return };
+        let remaining = state.auth.load().quotas.cleanup();
+        tracing::debug!(remaining, "Quota state cleaned");
+    }
 }

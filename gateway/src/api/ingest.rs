@@ -71,9 +71,15 @@ pub fn authorize(req: &HttpRequest, gate: &Gate, request: &BatchRequest) -> Resu
     };
     req.extensions_mut().insert(Authenticated(Arc::clone(&principal.source)));
     let quotas = &gate.auth.quotas;
-    quotas.check_events(&principal.source.id, principal.subject.as_deref(), request.events.len()).map_err(|denied| {
-        if denied.retry_after.is_some() { ApiError::QuotaExceeded(denied) } else { ApiError::BatchExceedsQuota(denied) }
-    })?;
+    quotas.check_events(&principal.source.id, principal.subject.as_deref(), request.events.len()).map_err(
+        |denied| {
+            if denied.retry_after.is_some() {
+                ApiError::QuotaExceeded(denied)
+            } else {
+                ApiError::BatchExceedsQuota(denied)
+            }
+        },
+    )?;
     Ok(principal)
 }
 

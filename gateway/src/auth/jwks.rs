@@ -110,7 +110,8 @@ impl Jwks {
         let text = match &self.location {
             JwksLocation::File(path) => tokio::fs::read_to_string(path).await.map_err(|e| e.to_string())?,
             JwksLocation::Url(url) => {
-                let client = reqwest::Client::builder().timeout(Duration::from_secs(3)).build().map_err(|e| e.to_string())?;
+                let client =
+                    reqwest::Client::builder().timeout(Duration::from_secs(3)).build().map_err(|e| e.to_string())?;
                 let response = client.get(url).send().await.map_err(|e| e.to_string())?;
                 if !response.status().is_success() {
                     return Err(format!("JWKS answered {}", response.status()));

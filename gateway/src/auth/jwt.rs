@@ -192,7 +192,9 @@ impl JwtVerifier {
             let location = match (&config.jwks_file, &config.jwks_url) {
                 (Some(file), None) => Some(JwksLocation::File(file.clone())),
                 (None, Some(url)) if url.starts_with("http://") => Some(JwksLocation::Url(url.clone())),
-                (None, Some(_)) => return Err(format!("issuer `{name}`: jwks_url must be http:// (no TLS client built in)")),
+                (None, Some(_)) => {
+                    return Err(format!("issuer `{name}`: jwks_url must be http:// (no TLS client built in)"));
+                }
                 (Some(_), Some(_)) => return Err(format!("issuer `{name}`: set jwks_file or jwks_url, not both")),
                 (None, None) => None,
             };
@@ -201,7 +203,12 @@ impl JwtVerifier {
             }
             let jwks = location.map(|l| {
                 let secs = Duration::from_secs;
-                Jwks::new(l, secs(config.jwks_min_refresh_secs), secs(config.jwks_max_age_secs), secs(config.jwks_refresh_secs))
+                Jwks::new(
+                    l,
+                    secs(config.jwks_min_refresh_secs),
+                    secs(config.jwks_max_age_secs),
+                    secs(config.jwks_refresh_secs),
+                )
             });
             built.insert(name.clone(), Issuer { config: config.clone(), keys, jwks });
         }
@@ -276,7 +283,8 @@ fn static_key(config: &KeyConfig, algorithms: &[Algorithm]) -> Result<NamedKey, 
 /// The header's `alg` and `kid`, refusing `none` before anything else.
 fn read_header(token: &str) -> Result<(Algorithm, Option<String>), JwtError> {
     let header_part = token.split('.').next().ok_or(JwtError::Malformed)?;
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(header_part).map_err(|_| JwtError::Malformed)?;
+    let bytes =
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(header_part).map_err(|_| JwtError::Malformed)?;
     let header: Value = serde_json::from_slice(&bytes).map_err(|_| JwtError::Malformed)?;
     if header.get("alg").and_then(Value::as_str).is_some_and(|a| a.eq_ignore_ascii_case("none")) {
         return Err(JwtError::Unsigned);
@@ -319,7 +327,11 @@ fn classify(kind: &ErrorKind) -> JwtError {
     }
 }
 
-fn identity(config: &IssuerConfig, claims: &Value, source_exists: &impl Fn(&str) -> bool) -> Result<Verified, JwtError> {
+fn identity(
+    config: &IssuerConfig,
+    claims: &Value,
+    source_exists: &impl Fn(&str) -> bool,
+) -> Result<Verified, JwtError> {
     let subject = match claims.get(&config.user_claim) {
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
         Some(_) => return Err(JwtError::InvalidClaimType(config.user_claim.clone())),

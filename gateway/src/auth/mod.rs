@@ -102,7 +102,10 @@ impl AuthState {
         let jwt = jwt::JwtVerifier::new(&config.jwt.issuers).map_err(|e| format!("jwt.issuers: {e}"))?;
         for issuer in &config.jwt.issuers {
             if !by_id.contains_key(&issuer.default_source) {
-                return Err(format!("jwt.issuers: `{}` names unknown default_source `{}`", issuer.issuer, issuer.default_source));
+                return Err(format!(
+                    "jwt.issuers: `{}` names unknown default_source `{}`",
+                    issuer.issuer, issuer.default_source
+                ));
             }
         }
         Ok(Self {
@@ -118,7 +121,8 @@ impl AuthState {
     /// final comparison is constant-time, so timing reveals nothing of a key.
     pub fn by_write_key(&self, write_key: &str) -> Result<Principal, ApiError> {
         let presented = key_hash(write_key);
-        let found = self.by_key_hash.get_key_value(&presented).filter(|(stored, _)| bool::from(stored.ct_eq(&presented)));
+        let found =
+            self.by_key_hash.get_key_value(&presented).filter(|(stored, _)| bool::from(stored.ct_eq(&presented)));
         let (_, source) = found.ok_or(ApiError::InvalidWriteKey)?;
         Ok(Principal { source: Arc::clone(source), subject: None, method: "write-key" })
     }
@@ -128,7 +132,8 @@ impl AuthState {
         match credentials {
             Credentials::WriteKey(key) => self.by_write_key(&key),
             Credentials::Bearer(token) => {
-                let verified = self.jwt.verify(&token, |id| self.by_id.contains_key(id)).await.map_err(ApiError::Jwt)?;
+                let verified =
+                    self.jwt.verify(&token, |id| self.by_id.contains_key(id)).await.map_err(ApiError::Jwt)?;
                 let source = self.by_id.get(&verified.source_id).cloned().ok_or(ApiError::InvalidWriteKey)?;
                 Ok(Principal { source, subject: Some(verified.subject), method: "jwt" })
             }
@@ -170,8 +175,10 @@ fn parse_hex32(hex: &str) -> Option<[u8; 32]> {
 pub fn header_credentials(req: &HttpRequest) -> Result<Option<Credentials>, ApiError> {
     let Some(header) = req.headers().get(AUTHORIZATION) else { return Ok(None) };
     let value = header.to_str().map_err(|_| ApiError::MalformedCredentials("it is not ASCII"))?;
-    let (scheme, rest) =
-        value.trim().split_once(' ').ok_or(ApiError::MalformedCredentials("expected `Basic <base64>` or `Bearer <JWT>`"))?;
+    let (scheme, rest) = value
+        .trim()
+        .split_once(' ')
+        .ok_or(ApiError::MalformedCredentials("expected `Basic <base64>` or `Bearer <JWT>`"))?;
     if scheme.eq_ignore_ascii_case("bearer") {
         return Ok(Some(Credentials::Bearer(rest.trim().to_owned())));
     }
@@ -181,7 +188,8 @@ pub fn header_credentials(req: &HttpRequest) -> Result<Option<Credentials>, ApiE
     let decoded = base64::engine::general_purpose::STANDARD
         .decode(rest.trim())
         .map_err(|_| ApiError::MalformedCredentials("the Basic credentials are not base64"))?;
-    let text = String::from_utf8(decoded).map_err(|_| ApiError::MalformedCredentials("the Basic credentials are not UTF-8"))?;
+    let text = String::from_utf8(decoded)
+        .map_err(|_| ApiError::MalformedCredentials("the Basic credentials are not UTF-8"))?;
     let user = text.split_once(':').map_or(text.as_str(), |(user, _password)| user);
     if user.is_empty() {
         return Err(ApiError::MalformedCredentials("the Basic user name (the write key) is empty"));
