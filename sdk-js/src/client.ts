@@ -34,6 +34,8 @@ export class Client {
   private url: string;
   private fetch?: Fetch;
   private timer?: ReturnType<typeof setTimeout>;
+  /** A retry is scheduled: new events wait for it instead of hammering a gateway that asked for a pause. */
+  private backingOff = false;
   /** The batch in flight: a page-hide beacon must not send it a second time. */
   private inflight: Item[] = [];
   private flushing?: Promise<void>;
@@ -122,6 +124,7 @@ export class Client {
     } else {
       clearTimeout(this.timer);
       this.timer = undefined;
+      this.backingOff = false;
       if (state == "denied" || was == "granted") this.forget();
     }
   }
@@ -169,12 +172,13 @@ export class Client {
   /** Sends now when a batch is full, else within flushInterval; never while backing off. */
   private schedule() {
     const q = this.queue;
-    if (this.state != "granted" || this.flushing || this.timer || !q.items.length) return;
+    if (this.state != "granted" || this.flushing || this.backingOff || !q.items.length) return;
     if (q.items.length >= this.opts.flushAt || q.bytes >= this.opts.maxBatchBytes) this.flush();
-    else this.wake(this.opts.flushInterval);
+    else if (!this.timer) this.wake(this.opts.flushInterval);
   }
 
-  private wake(ms: number) {
+  private wake(ms: number, backingOff = false) {
+    this.backingOff = backingOff;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.flush();
@@ -186,6 +190,7 @@ export class Client {
   private async drain() {
     clearTimeout(this.timer);
     this.timer = undefined;
+    this.backingOff = false;
     while (this.state == "granted" && this.queue.items.length && (await this.send()));
   }
 
@@ -206,7 +211,7 @@ export class Client {
     else if (!retryable(status)) this.queue.drop("rejected", batch.length);
     else if (++this.attempts > o.maxRetries) this.queue.drop("retries", batch.length);
     else {
-      this.wake(Math.max((a && a.retryAfter) || 0, backoff(this.attempts, o.retryBase, o.retryCap)));
+      this.wake(Math.max((a && a.retryAfter) || 0, backoff(this.attempts, o.retryBase, o.retryCap)), true);
       return false;
     }
     this.attempts = 0;
