@@ -223,6 +223,26 @@ impl JwtVerifier {
         {
             return Ok(hit);
         }
+        let verified = self.verify_uncached(token, source_exists).await?;
+        if let Ok(mut cache) = self.cache.lock() {
+            if cache.len() >= TOKEN_CACHE_CAPACITY {
+                cache.retain(|_, v| v.expires_at > now);
+                if cache.len() >= TOKEN_CACHE_CAPACITY {
+                    cache.clear();
+                }
+            }
+            cache.insert(token.to_owned(), verified.clone());
+        }
+        Ok(verified)
+    }
+
+    /// Verifies without consulting or filling the cache (what a cache miss
+    /// costs; the benchmark measures it).
+    pub async fn verify_uncached(
+        &self,
+        token: &str,
+        source_exists: impl Fn(&str) -> bool,
+    ) -> Result<Verified, JwtError> {
         let (alg, kid) = read_header(token)?;
         let claims: Value = jsonwebtoken::dangerous::insecure_decode_claims(token).map_err(|_| JwtError::Malformed)?;
         check_claim_types(&claims)?;
@@ -245,17 +265,7 @@ impl JwtVerifier {
         validation.set_audience(&issuer.config.audiences);
         validation.set_required_spec_claims(&["exp", "nbf", "iss", "aud"]);
         jsonwebtoken::decode::<Value>(token, &key.key, &validation).map_err(|e| classify(e.kind()))?;
-        let verified = identity(&issuer.config, &claims, &source_exists)?;
-        if let Ok(mut cache) = self.cache.lock() {
-            if cache.len() >= TOKEN_CACHE_CAPACITY {
-                cache.retain(|_, v| v.expires_at > now);
-                if cache.len() >= TOKEN_CACHE_CAPACITY {
-                    cache.clear();
-                }
-            }
-            cache.insert(token.to_owned(), verified.clone());
-        }
-        Ok(verified)
+        identity(&issuer.config, &claims, &source_exists)
     }
 }
 

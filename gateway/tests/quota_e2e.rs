@@ -1,0 +1,112 @@
+//! Quotas over real HTTP: exactly the burst is accepted, the next request
+//! is 429 with `Retry-After` and the IETF RateLimit headers and produces
+//! nothing, a batch larger than the burst is refused whole, one source does
+//! not consume another's quota, and repeated 401s lock an address out.
+//! Rates are one cell per 1000 s, so nothing refills during a test.
+
+mod common;
+
+use common::{TestGateway, answer, brokers, client, config, find, unique};
+use gateway::quota::Rate;
+use serde_json::{Value, json};
+
+const SLOW: f64 = 0.001;
+
+fn clicks(n: usize) -> (Vec<String>, Value) {
+    let ids: Vec<String> = (0..n).map(|_| unique("quota")).collect();
+    let events: Vec<Value> = ids
+        .iter()
+        .map(|id| {
+            json!({"type": "track", "event": "Link Clicked", "userId": "q", "messageId": id,
+            "properties": {"href": "https://shop.example/"}})
+        })
+        .collect();
+    (ids, json!({"batch": events}))
+}
+
+#[actix_web::test]
+async fn a_source_gets_exactly_its_burst_then_429_with_rate_limit_headers() {
+    let mut cfg = config(&brokers());
+    cfg.quotas.source = Some(Rate { per_second: SLOW, burst: 5 });
+    let gw = TestGateway::start(cfg).await;
+    let (ids, batch) = clicks(3);
+    assert_eq!(gw.post("/v1/batch", &batch).await.0, 200, "3 of 5");
+    let (over, batch) = clicks(3);
+    let request = client().post(format!("{}/v1/batch", gw.url)).basic_auth("demo-write-key", Some("")).json(&batch);
+    let (status, headers, body) = answer(request.send().await.expect("sent")).await;
+    assert_eq!((status, body["code"].as_str()), (429, Some("quota_exceeded")), "3 more do not fit in 2: {body}");
+    assert_eq!(headers["retry-after"], "1000", "one cell per 1000 s");
+    assert_eq!(headers["ratelimit-policy"], "\"source\";q=5;w=5000");
+    assert_eq!(headers["ratelimit"], "\"source\";r=0;t=1000");
+    let (_, batch) = clicks(2);
+    assert_eq!(gw.post("/v1/batch", &batch).await.0, 200, "the refused batch consumed nothing of this source");
+    let (_, batch) = clicks(1);
+    assert_eq!(gw.post("/v1/batch", &batch).await.0, 429, "exactly the burst, then no more");
+    for id in &over {
+        assert!(find(&brokers(), "web.tracking", id).is_empty(), "nothing of a 429 request is produced");
+    }
+    assert_eq!(find(&brokers(), "web.tracking", &ids[0]).len(), 1);
+
+    // Another source has its own quota.
+    let order = json!({"batch": [{"type": "track", "event": "Order Completed", "userId": "b",
+        "properties": {"order_id": "o-q", "total": 1, "currency": "EUR"}}]});
+    let request =
+        client().post(format!("{}/v1/batch", gw.url)).basic_auth("billing-backend-key", Some("")).json(&order);
+    assert_eq!(answer(request.send().await.expect("sent")).await.0, 200, "not starved by the noisy source");
+
+    let (_, batch) = clicks(6);
+    let request =
+        client().post(format!("{}/v1/batch", gw.url)).basic_auth("billing-backend-key", Some("")).json(&batch);
+    let (status, _, body) = answer(request.send().await.expect("sent")).await;
+    assert_eq!((status, body["code"].as_str()), (413, Some("batch_exceeds_quota")), "6 can never fit a burst of 5");
+    gw.stop().await;
+}
+
+#[actix_web::test]
+async fn per_ip_requests_and_repeated_auth_failures_are_limited() {
+    let mut cfg = config(&brokers());
+    cfg.quotas.ip = Some(Rate { per_second: SLOW, burst: 3 });
+    let gw = TestGateway::start(cfg).await;
+    for _ in 0..3 {
+        assert_eq!(gw.post("/v1/batch", &clicks(1).1).await.0, 200);
+    }
+    let (status, body) = gw.post("/v1/batch", &clicks(1).1).await;
+    assert_eq!((status, body["code"].as_str()), (429, Some("quota_exceeded")));
+    gw.stop().await;
+
+    let mut cfg = config(&brokers());
+    cfg.quotas.auth_failures = Some(Rate { per_second: SLOW, burst: 2 });
+    let gw = TestGateway::start(cfg).await;
+    let guess = || {
+        client().post(format!("{}/v1/batch", gw.url)).basic_auth("guessed-key-123", Some("")).json(&clicks(1).1).send()
+    };
+    assert_eq!(answer(guess().await.expect("sent")).await.0, 401);
+    assert_eq!(answer(guess().await.expect("sent")).await.0, 401);
+    assert_eq!(answer(guess().await.expect("sent")).await.0, 401, "the third failure is answered, then locks out");
+    let (status, headers, body) = answer(guess().await.expect("sent")).await;
+    assert_eq!((status, body["code"].as_str()), (429, Some("too_many_auth_failures")));
+    assert!(headers.contains_key("retry-after"));
+    let (status, body) = gw.post("/v1/batch", &clicks(1).1).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (429, Some("too_many_auth_failures")),
+        "locked out means not even tried"
+    );
+    gw.stop().await;
+}
+
+#[actix_web::test]
+async fn a_hashed_write_key_authenticates_and_its_clear_text_is_nowhere_in_the_config() {
+    let mut cfg = config(&brokers());
+    let hash: String = gateway::auth::key_hash("server-secret-key-42").iter().map(|b| format!("{b:02x}")).collect();
+    cfg.sources[1].write_key = None;
+    cfg.sources[1].write_key_sha256 = Some(hash);
+    let gw = TestGateway::start(cfg).await;
+    let order = json!({"batch": [{"type": "track", "event": "Order Completed", "userId": "b",
+        "properties": {"order_id": "o-h", "total": 1, "currency": "EUR"}}]});
+    let send =
+        |key: &'static str| client().post(format!("{}/v1/batch", gw.url)).basic_auth(key, Some("")).json(&order).send();
+    assert_eq!(answer(send("server-secret-key-42").await.expect("sent")).await.0, 200);
+    assert_eq!(answer(send("billing-backend-key").await.expect("sent")).await.0, 401, "the old clear key is gone");
+    gw.stop().await;
+}
