@@ -5,9 +5,9 @@
 
 import { autoContext, pageInfo } from "./context";
 import { backoff, retryable, settings, type ConsentState, type Options, type Settings } from "./options";
-import { item, Queue, type Event, type Item } from "./queue";
+import { chunks, item, Queue, type Event, type Item } from "./queue";
 import { cookieStore, localStore, memoryStore, type Store } from "./storage";
-import { beacon, post, type Fetch } from "./transport";
+import { batchBody, beacon, post, type Fetch } from "./transport";
 import { uuidv7 } from "./uuid";
 
 type Dict = Record<string, unknown>;
@@ -220,15 +220,8 @@ export class Client {
     return true;
   }
 
-  /** The request body; the first event carries the drop report, if there is one. */
-  private body(batch: Item[], dropped: Dict = {}): string {
-    const head = JSON.stringify({ writeKey: this.opts.writeKey, sentAt: new Date().toISOString() });
-    const events = batch.map((i) => i.s);
-    if (events.length && Object.keys(dropped).length) {
-      const e = batch[0].e;
-      events[0] = JSON.stringify({ ...e, context: { ...(e.context as Dict), dropped } });
-    }
-    return `${head.slice(0, -1)},"batch":[${events.join(",")}]}`;
+  private body(batch: Item[], dropped = {}): string {
+    return batchBody(this.opts.writeKey, batch, dropped);
   }
 
   /**
@@ -238,24 +231,14 @@ export class Client {
    */
   private sendAll() {
     if (this.state != "granted") return;
-    const limit = this.opts.beaconBytes - this.body([]).length;
-    let chunk: Item[] = [];
-    let size = 0;
     let report = { ...this.queue.dropped };
-    const send = () => {
-      const ok = !chunk.length || beacon(this.fetch, this.url, this.body(chunk, report));
-      if (ok && chunk.length) this.queue.reported(report), this.queue.remove(chunk), (report = {});
-      chunk = [];
-      size = 0;
-      return ok;
-    };
-    for (const i of this.queue.items) {
-      if (this.inflight.indexOf(i) >= 0) continue;
-      if (chunk.length && size + i.n + 1 > limit && !send()) break;
-      chunk.push(i);
-      size += i.n + 1;
+    const waiting = this.queue.items.filter((i) => this.inflight.indexOf(i) < 0);
+    for (const chunk of chunks(waiting, this.opts.beaconBytes - this.body([]).length - 200)) {
+      if (!beacon(this.fetch, this.url, this.body(chunk, report))) break;
+      this.queue.reported(report);
+      this.queue.remove(chunk);
+      report = {};
     }
-    send();
     this.queue.save();
   }
 

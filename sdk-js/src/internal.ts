@@ -3,7 +3,7 @@
 
 export { autoContext, campaign } from "./context";
 export { backoff, retryable, settings } from "./options";
-export { item, Queue } from "./queue";
+export { chunks, item, Queue } from "./queue";
 export { localStore, memoryStore } from "./storage";
 export { parseRetryAfter } from "./transport";
 export { uuidv7 } from "./uuid";

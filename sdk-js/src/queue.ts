@@ -140,3 +140,15 @@ export class Queue {
     this.drop(reason, 1);
   }
 }
+
+/** Splits items, in order, into runs whose serialised events (with commas) total at most `limit` bytes. */
+export function chunks(items: Item[], limit: number): Item[][] {
+  const out: Item[][] = [];
+  let size = limit;
+  for (const i of items) {
+    if (size + i.n + 1 > limit) out.push([]), (size = 0);
+    out[out.length - 1].push(i);
+    size += i.n + 1;
+  }
+  return out;
+}

@@ -4,7 +4,7 @@
 // gzip magic bytes, which the gateway detects, because Content-Encoding is
 // not safelisted and a beacon cannot set it anyway.
 
-import { byteLength } from "./queue";
+import { byteLength, type Item } from "./queue";
 
 export type Fetch = typeof fetch;
 
@@ -90,4 +90,19 @@ export function beacon(f: Fetch | undefined, url: string, body: string): boolean
   // We cannot know whether it arrives; the caller keeps the events stored, so
   // the next page load resends them if not (same messageIds: deduplicated).
   return false;
+}
+
+/**
+ * A batch body. The first event carries the drop report, if there is one;
+ * the stored event itself is left as it was, so a later request reports
+ * afresh.
+ */
+export function batchBody(writeKey: string, batch: Item[], dropped: Record<string, number>): string {
+  const head = JSON.stringify({ writeKey, sentAt: new Date().toISOString() });
+  const events = batch.map((i) => i.s);
+  if (events.length && Object.keys(dropped).length) {
+    const e = batch[0].e;
+    events[0] = JSON.stringify({ ...e, context: { ...(e.context as object), dropped } });
+  }
+  return `${head.slice(0, -1)},"batch":[${events.join(",")}]}`;
 }

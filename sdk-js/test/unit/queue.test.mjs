@@ -5,7 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as lib from "../../dist/internal.mjs";
 
-const { item, memoryStore, Queue } = lib;
+const { chunks, item, memoryStore, Queue } = lib;
 
 const ev = (i, pad = "") => item({ messageId: `m${i}`, type: "track", event: "E", properties: { pad } });
 
@@ -95,4 +95,17 @@ test("localStorage that throws (private mode) or refuses writes (quota) is guard
   assert.equal(s.set("a", "2"), false);
   assert.equal(s.get("a"), null);
   delete globalThis.localStorage;
+});
+
+test("beacon chunks keep order and stay within their byte limit, one event past it starts a new chunk", () => {
+  const items = Array.from({ length: 7 }, (_, i) => ev(i, "c".repeat(50)));
+  const per = items[0].n + 1;
+  const runs = chunks(items, per * 3);
+  assert.deepEqual(
+    runs.map((r) => r.length),
+    [3, 3, 1],
+  );
+  assert.deepEqual(runs.flat().map((i) => i.e.messageId), items.map((i) => i.e.messageId));
+  assert.deepEqual(chunks(items, per * 3 - 1).map((r) => r.length), [2, 2, 2, 1]);
+  assert.deepEqual(chunks([], 100), []);
 });
