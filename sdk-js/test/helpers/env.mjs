@@ -5,7 +5,7 @@
 // origin in the dev config, so answers are readable), and kcat to read what
 // landed on Kafka.
 import { execFile, execFileSync, spawn } from "node:child_process";
-import { existsSync, openSync, readFileSync } from "node:fs";
+import { existsSync, openSync, readFileSync, rmSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
 import { tmpdir } from "node:os";
@@ -56,6 +56,7 @@ export async function startGateway() {
     async stop() {
       child.kill("SIGTERM");
       await new Promise((r) => (child.exitCode !== null ? r() : child.once("exit", r)));
+      if (!process.env.KEEP_GATEWAY_LOG) rmSync(logPath, { force: true });
     },
   };
 }
