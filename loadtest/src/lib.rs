@@ -1,0 +1,16 @@
+//! The load generator and benchmark harness, as a library so its own tests
+//! can drive the generator against the ceiling server.
+
+pub mod args;
+pub mod ceiling;
+pub mod e2e;
+pub mod generator;
+pub mod kafka_ceiling;
+pub mod memory;
+pub mod suite;
+pub mod workload;
+
+/// The client every run uses: keep-alive, a large pool, no proxy.
+pub fn client() -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder().pool_max_idle_per_host(4096).no_proxy().tcp_nodelay(true).build()?)
+}

@@ -1,0 +1,345 @@
+//! The whole benchmark: throughput searches against the gateway and both
+//! ceilings, latency at fixed fractions of the maximum, end-to-end latency,
+//! variants (gzip, JWT), memory under 10,000 connections and with Kafka
+//! stalled, then BENCHMARKS.md with absolute figures and ratios.
+
+use std::fmt::Write as _;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rdkafka::producer::FutureProducer;
+
+use crate::args::Args;
+use crate::generator::{self, Auth, RunConfig, RunResult};
+use crate::workload::Workload;
+use crate::{e2e, kafka_ceiling, memory};
+
+/// One line of figures for a run.
+pub fn summary(label: &str, r: &RunResult) -> String {
+    format!(
+        "{label}: {:.0} req/s ({:.0} events/s) sent={} ok={} failed={:?} p50={:.2}ms p99={:.2}ms p99.9={:.2}ms max={:.2}ms",
+        r.ok_per_sec(),
+        r.ok_per_sec() * r.batch as f64,
+        r.sent,
+        r.ok,
+        r.failed,
+        r.ms(50.0),
+        r.ms(99.0),
+        r.ms(99.9),
+        r.latency_us.max() as f64 / 1000.0
+    )
+}
+
+struct Suite {
+    client: reqwest::Client,
+    seconds: f64,
+    p99_bound_ms: f64,
+    catalog: PathBuf,
+    report: String,
+}
+
+impl Suite {
+    fn workload(&self, batch: usize, gzip: bool) -> anyhow::Result<Arc<Workload>> {
+        Ok(Arc::new(Workload::from_catalog(&self.catalog, batch, gzip, 10_000)?))
+    }
+
+    async fn http(&self, url: &str, rate: f64, workload: Arc<Workload>, auth: &Auth) -> RunResult {
+        let config = RunConfig {
+            url: format!("{url}/v1/batch"),
+            rate,
+            duration: Duration::from_secs_f64(self.seconds),
+            auth: auth.clone(),
+            timeout: Duration::from_secs(10),
+        };
+        let result = generator::run(&self.client, &config, workload, Instant::now()).await;
+        eprintln!("  {}", summary(&format!("{url} @ {rate:.0} rps"), &result));
+        result
+    }
+
+    /// The highest rate at which nothing fails, the achieved rate keeps up
+    /// and p99 stays under the bound: doubling, then bisection.
+    async fn search<F, Fut>(&self, name: &str, start: f64, run: F) -> (f64, RunResult)
+    where
+        F: Fn(f64) -> Fut,
+        Fut: Future<Output = RunResult>,
+    {
+        eprintln!("searching the maximum rate of {name}");
+        let good = |rate: f64, r: &RunResult| {
+            r.failures() == 0 && r.ok as f64 >= 0.97 * rate * self.seconds && r.ms(99.0) <= self.p99_bound_ms
+        };
+        let (mut low, mut high) = (0.0, start);
+        let mut best: Option<RunResult> = None;
+        loop {
+            let r = run(high).await;
+            if !good(high, &r) {
+                break;
+            }
+            low = high;
+            best = Some(r);
+            high *= 2.0;
+            if high > 1_000_000.0 {
+                break;
+            }
+        }
+        for _ in 0..3 {
+            let mid = (low + high) / 2.0;
+            let r = run(mid).await;
+            if good(mid, &r) {
+                low = mid;
+                best = Some(r);
+            } else {
+                high = mid;
+            }
+        }
+        let best = match best {
+            Some(r) => r,
+            None => run(start / 4.0).await,
+        };
+        (low, best)
+    }
+
+    fn row(&mut self, what: &str, value: String, ceiling: String, ratio: String, target: &str) {
+        let _ = writeln!(self.report, "| {what} | {value} | {ceiling} | {ratio} | {target} |");
+    }
+}
+
+/// Runs everything and writes the report to `--out`.
+pub async fn suite(args: &Args) -> anyhow::Result<()> {
+    let gateway = args.required("gateway")?;
+    let ceiling = args.required("ceiling")?;
+    let brokers = args.required("brokers")?;
+    let out: PathBuf = args.get("out", PathBuf::from("BENCHMARKS.md"))?;
+    let mut s = Suite {
+        client: crate::client()?,
+        seconds: args.get("seconds", 4.0)?,
+        p99_bound_ms: args.get("p99-ms", 100.0)?,
+        catalog: args.get("catalog", PathBuf::from("schemas"))?,
+        report: String::new(),
+    };
+    let key = Auth::WriteKey(args.get("key", "demo-write-key".to_owned())?);
+    let _ = writeln!(s.report, "| measure | gateway | ceiling | ratio | target |\n| --- | --- | --- | --- | --- |");
+
+    // 1. Single-event requests against the HTTP ceiling.
+    let single = s.workload(1, false)?;
+    let (gw_max, gw_best) =
+        s.search("gateway, single events", 500.0, |r| s.http(&gateway, r, Arc::clone(&single), &key)).await;
+    let (http_max, _) =
+        s.search("HTTP ceiling, single events", 500.0, |r| s.http(&ceiling, r, Arc::clone(&single), &key)).await;
+    s.row(
+        "single-event requests/s (max with p99 under the bound, no failures)",
+        format!("{gw_max:.0}"),
+        format!("{http_max:.0} (HTTP)"),
+        format!("{:.2}", gw_max / http_max.max(1.0)),
+        "≥ 0.5",
+    );
+
+    // 2. Batched events against the Kafka ceiling.
+    kafka_ceiling::ensure_topic(&brokers, "loadtest.ceiling", 6).await?;
+    let producer = kafka_ceiling::producer(&brokers)?;
+    let batched = s.workload(50, false)?;
+    let (gwb_max, _) =
+        s.search("gateway, batches of 50", 20.0, |r| s.http(&gateway, r, Arc::clone(&batched), &key)).await;
+    let (kafka_max, _) =
+        s.search("Kafka ceiling, batches of 50", 20.0, |r| kafka_run(&s, &producer, r, Arc::clone(&batched))).await;
+    s.row(
+        "batched events/s (batches of 50)",
+        format!("{:.0}", gwb_max * 50.0),
+        format!("{:.0} (Kafka)", kafka_max * 50.0),
+        format!("{:.2}", gwb_max / kafka_max.max(1.0)),
+        "≥ 0.5",
+    );
+
+    // 3. Latency at half the gateway's batched maximum, against Kafka's at the same rate.
+    let half = (gwb_max / 2.0).max(1.0);
+    let gw_half = s.http(&gateway, half, Arc::clone(&batched), &key).await;
+    let kafka_half = kafka_run(&s, &producer, half, Arc::clone(&batched)).await;
+    s.row(
+        &format!("p99 acknowledgement latency at 50% of max ({half:.0} batches/s)"),
+        format!("{:.2} ms", gw_half.ms(99.0)),
+        format!("{:.2} ms (Kafka produce)", kafka_half.ms(99.0)),
+        format!("{:.2}", gw_half.ms(99.0) / kafka_half.ms(99.0).max(0.001)),
+        "≤ 2",
+    );
+
+    // 4. Latency profile at 25/50/75% of the single-event maximum.
+    let mut profile = String::from(
+        "| load | rate (req/s) | p50 | p99 | p99.9 | max | failed |\n| --- | --- | --- | --- | --- | --- | --- |\n",
+    );
+    for fraction in [0.25, 0.5, 0.75] {
+        let rate = (gw_max * fraction).max(1.0);
+        let r = s.http(&gateway, rate, Arc::clone(&single), &key).await;
+        let _ = writeln!(
+            profile,
+            "| {:.0}% | {rate:.0} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms | {} |",
+            fraction * 100.0,
+            r.ms(50.0),
+            r.ms(99.0),
+            r.ms(99.9),
+            r.latency_us.max() as f64 / 1000.0,
+            r.failures()
+        );
+    }
+
+    // 5. Variants at half the single-event maximum: batches of 10, gzip, JWT.
+    let mut variants = String::from(
+        "| variant | rate (req/s) | events/s | p50 | p99 | failed |\n| --- | --- | --- | --- | --- | --- |\n",
+    );
+    let mut variant_runs = vec![
+        ("batches of 10", s.workload(10, false)?, key.clone()),
+        ("batches of 50, gzip", s.workload(50, true)?, key.clone()),
+    ];
+    if let Ok(token) = args.required("bearer") {
+        variant_runs.push(("single events, JWT (HS256)", Arc::clone(&single), Auth::Bearer(token)));
+    }
+    for (name, workload, auth) in variant_runs {
+        let rate = (gw_max / 2.0 / workload.batch as f64).max(1.0);
+        let r = s.http(&gateway, rate, workload, &auth).await;
+        let _ = writeln!(
+            variants,
+            "| {name} | {rate:.0} | {:.0} | {:.2} ms | {:.2} ms | {} |",
+            r.ok_per_sec() * r.batch as f64,
+            r.ms(50.0),
+            r.ms(99.0),
+            r.failures()
+        );
+    }
+
+    // 6. End-to-end latency (HTTP in → consumer out) at half the single-event maximum.
+    let topics: Vec<String> =
+        eventgw_schemas::loader::load_catalog(&s.catalog)?.topics().values().map(|(t, _)| t.clone()).collect();
+    let e2e_line =
+        end_to_end(&s, &gateway, &brokers, &topics, (gw_max / 2.0).max(1.0), Arc::clone(&single), &key).await?;
+
+    // 7. Memory.
+    let memory_lines = memory_section(&s, &gateway, args, Arc::clone(&single), &key).await?;
+
+    write_report(&out, &s, &gw_best, &profile, &variants, &e2e_line, &memory_lines)?;
+    eprintln!("wrote {}", out.display());
+    Ok(())
+}
+
+async fn kafka_run(s: &Suite, producer: &FutureProducer, rate: f64, workload: Arc<Workload>) -> RunResult {
+    let r = kafka_ceiling::run(producer, "loadtest.ceiling", rate, Duration::from_secs_f64(s.seconds), workload).await;
+    eprintln!("  {}", summary(&format!("Kafka ceiling @ {rate:.0}/s"), &r));
+    r
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn end_to_end(
+    s: &Suite,
+    gateway: &str,
+    brokers: &str,
+    topics: &[String],
+    rate: f64,
+    workload: Arc<Workload>,
+    auth: &Auth,
+) -> anyhow::Result<String> {
+    let consumer = e2e::consumer_at_end(brokers, topics)?;
+    let start = Instant::now();
+    let expected = (rate * s.seconds).round() as u64;
+    let reader =
+        std::thread::spawn(move || e2e::measure(&consumer, start, expected, start + Duration::from_secs_f64(60.0)));
+    let config = RunConfig {
+        url: format!("{gateway}/v1/batch"),
+        rate,
+        duration: Duration::from_secs_f64(s.seconds),
+        auth: auth.clone(),
+        timeout: Duration::from_secs(10),
+    };
+    let acked = generator::run(&s.client, &config, workload, start).await;
+    let (latency, seen) = reader.join().map_err(|_| anyhow::anyhow!("the e2e consumer panicked"))?;
+    let ms = |p: f64| latency.value_at_percentile(p) as f64 / 1000.0;
+    Ok(format!(
+        "At {rate:.0} single-event requests/s: acknowledgement p50 {:.2} ms / p99 {:.2} ms; end to end (intended send → record consumed) p50 {:.2} ms / p99 {:.2} ms / max {:.2} ms over {seen} of {} records.",
+        acked.ms(50.0),
+        acked.ms(99.0),
+        ms(50.0),
+        ms(99.0),
+        latency.max() as f64 / 1000.0,
+        acked.ok
+    ))
+}
+
+async fn memory_section(
+    s: &Suite,
+    gateway: &str,
+    args: &Args,
+    workload: Arc<Workload>,
+    auth: &Auth,
+) -> anyhow::Result<String> {
+    let Ok(pid) = args.get::<u32>("gateway-pid", 0) else { return Ok(String::new()) };
+    if pid == 0 {
+        return Ok("Memory not measured (no --gateway-pid).".into());
+    }
+    let mut lines = String::new();
+    let (idle, _) = memory::rss_kib(pid)?;
+    let count: usize = args.get("connections", 10_000)?;
+    let addr = gateway.trim_start_matches("http://");
+    let (held, failed) = memory::hold_connections(addr, count).await;
+    let (with_connections, peak) = memory::rss_kib(pid)?;
+    let _ = writeln!(
+        lines,
+        "- {} keep-alive connections held open ({failed} failed to open): RSS {} MiB (idle before: {} MiB; peak so far {} MiB).",
+        held.len(),
+        with_connections / 1024,
+        idle / 1024,
+        peak / 1024
+    );
+    drop(held);
+    if let Ok(broker) = args.get::<u32>("broker-pid", 0)
+        && broker != 0
+    {
+        let _ = std::process::Command::new("kill").args(["-STOP", &broker.to_string()]).status();
+        let stalled = s.http(gateway, 2000.0, workload, auth).await;
+        let (rss, peak) = memory::rss_kib(pid)?;
+        let _ = std::process::Command::new("kill").args(["-CONT", &broker.to_string()]).status();
+        let _ = writeln!(
+            lines,
+            "- Kafka paused (SIGSTOP) under 2000 req/s for {:.0} s: {} answered 200, refused {:?}; RSS {} MiB, peak {} MiB.",
+            s.seconds,
+            stalled.ok,
+            stalled.failed,
+            rss / 1024,
+            peak / 1024
+        );
+    }
+    Ok(lines)
+}
+
+fn write_report(
+    out: &PathBuf,
+    s: &Suite,
+    best: &RunResult,
+    profile: &str,
+    variants: &str,
+    e2e: &str,
+    memory: &str,
+) -> anyhow::Result<()> {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
+        })
+        .unwrap_or_default();
+    let cores = std::thread::available_parallelism().map_or(0, usize::from);
+    let text = format!(
+        "# Benchmarks\n\nWritten by `scripts/bench` (loadtest suite); do not edit by hand.\n\n\
+         ## Machine and settings\n\n- CPU: {cpu}, {cores} cores, shared by the load generator, the gateway (release build, 2 workers) and a single-node Kafka 4.1 (KRaft) on loopback.\n\
+         - Open-loop generator: constant arrival rate, latency from the intended send time (no coordinated omission), HdrHistogram.\n\
+         - Each run lasts {:.0} s; a rate counts as sustained when nothing fails, ≥ 97% of requests are answered 200 in time and p99 ≤ {:.0} ms.\n\
+         - Producer (gateway and Kafka ceiling alike): idempotent, acks=all, lz4, linger.ms 5, batch.size 1 MB.\n\
+         - Events: the catalog's examples (page views, clicks, email opens, lead changes, orders, payments) with unique ids over 10,000 users.\n\n\
+         ## Targets\n\n{}\nBest single-event run at the maximum: {}\n\n\
+         ## Latency at fixed fractions of the single-event maximum\n\n{profile}\n\
+         ## Variants (at half the single-event maximum, in requests)\n\n{variants}\n\
+         ## End to end\n\n{e2e}\n\n## Memory\n\n{memory}\n",
+        s.seconds,
+        s.p99_bound_ms,
+        s.report,
+        summary("gateway", best),
+    );
+    std::fs::write(out, text)?;
+    Ok(())
+}

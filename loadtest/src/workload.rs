@@ -1,0 +1,72 @@
+//! Realistic request bodies: the catalog's example events (page views,
+//! clicks, email opens, lead changes, payments, ...) with fresh ids, many
+//! distinct users, and the intended send time carried in the event so a
+//! consumer can measure end-to-end latency.
+
+use std::io::Write;
+use std::path::Path;
+
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use serde_json::{Value, json};
+
+/// The property that carries the intended send time, nanoseconds since the
+/// run's start; consumers read it back for end-to-end latency.
+pub const INTENDED_FIELD: &str = "loadtest_intended_ns";
+
+/// How requests are shaped.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    /// Events per request; 1 posts to `/v1/track`-style single calls via `/v1/batch` of one.
+    pub batch: usize,
+    /// Gzip every body.
+    pub gzip: bool,
+    /// Distinct users to spread events over.
+    pub users: u64,
+    examples: Vec<Value>,
+}
+
+impl Workload {
+    /// Loads the catalog's examples (every event, newest version).
+    pub fn from_catalog(dir: &Path, batch: usize, gzip: bool, users: u64) -> anyhow::Result<Self> {
+        let catalog = eventgw_schemas::loader::load_catalog(dir)?;
+        let examples: Vec<Value> =
+            catalog.events().iter().filter_map(|e| e.latest().examples.first().cloned()).collect();
+        anyhow::ensure!(!examples.is_empty(), "the catalog has no examples");
+        Ok(Self { batch: batch.max(1), gzip, users: users.max(1), examples })
+    }
+
+    /// The body of request number `seq`, intended to go out at `intended_ns`.
+    pub fn body(&self, seq: u64, intended_ns: u64) -> Vec<u8> {
+        let events: Vec<Value> =
+            (0..self.batch as u64).map(|i| self.event(seq * self.batch as u64 + i, intended_ns)).collect();
+        let body = json!({"batch": events}).to_string().into_bytes();
+        if self.gzip { gzip(&body) } else { body }
+    }
+
+    /// Event number `n`: an example with a unique `messageId`, one of
+    /// `users` users, and the intended send time.
+    pub fn event(&self, n: u64, intended_ns: u64) -> Value {
+        let mut event = self.examples[(n % self.examples.len() as u64) as usize].clone();
+        event["messageId"] = json!(format!("lt-{n}-{}", uuid::Uuid::new_v4().simple()));
+        let user = format!("user-{}", n.wrapping_mul(2_654_435_761) % self.users);
+        if event.get("userId").is_some() {
+            event["userId"] = json!(user);
+        } else {
+            event["anonymousId"] = json!(user);
+        }
+        if let Some(props) = event.get_mut("properties").and_then(Value::as_object_mut) {
+            props.insert(INTENDED_FIELD.into(), json!(intended_ns));
+        } else {
+            event["properties"] = json!({INTENDED_FIELD: intended_ns});
+        }
+        event
+    }
+}
+
+/// Gzip at the default level, as browsers and SDKs send.
+pub fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut encoder = GzEncoder::new(Vec::with_capacity(data.len() / 3), Compression::default());
+    let _ = encoder.write_all(data);
+    encoder.finish().unwrap_or_default()
+}

@@ -1,0 +1,61 @@
+//! The generator measures what it claims: against the ceiling server with a
+//! known 20 ms delay it sends exactly rate × duration requests, spread over
+//! the duration, and no latency it records is below the delay.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use eventgw_loadtest::generator::{self, Auth, RunConfig};
+use eventgw_loadtest::workload::Workload;
+use eventgw_loadtest::{ceiling, client};
+
+#[test]
+fn it_hits_the_requested_rate_and_its_histogram_sees_the_known_delay() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/v1/batch", listener.local_addr().expect("addr"));
+    let (handle_tx, handle_rx) = std::sync::mpsc::channel();
+    let server = std::thread::spawn(move || {
+        actix_web::rt::System::new().block_on(async move {
+            let server = ceiling::serve(listener, 1, Duration::from_millis(20)).expect("ceiling");
+            handle_tx.send(server.handle()).expect("handle");
+            server.await
+        })
+    });
+    let handle = handle_rx.recv().expect("server started");
+    let catalog = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../schemas");
+    let workload = Arc::new(Workload::from_catalog(&catalog, 1, false, 100).expect("workload"));
+    let config = RunConfig {
+        url,
+        rate: 200.0,
+        duration: Duration::from_secs(2),
+        auth: Auth::WriteKey("k".into()),
+        timeout: Duration::from_secs(5),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("rt");
+    let started = Instant::now();
+    let result = runtime.block_on(generator::run(&client().expect("client"), &config, workload, Instant::now()));
+    let took = started.elapsed();
+    assert_eq!(result.sent, 400, "rate × duration");
+    assert_eq!((result.ok, result.failures()), (400, 0));
+    assert!(
+        took >= Duration::from_millis(1995 + 20),
+        "open loop: the last request is due at 1.995 s, then 20 ms: {took:?}"
+    );
+    assert!(result.latency_us.min() >= 20_000, "no answer beats the server's delay: {} µs", result.latency_us.min());
+    assert!(result.ms(50.0) >= 20.0 && result.ms(50.0) < 1000.0, "p50 {} ms", result.ms(50.0));
+    futures::executor::block_on(handle.stop(true));
+    server.join().expect("server thread").expect("server ran");
+}
+
+#[test]
+fn workload_bodies_are_gzipped_and_carry_unique_ids_and_the_intended_time() {
+    let workload = Workload::from_catalog(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../schemas"), 3, true, 10)
+        .expect("workload");
+    let body = workload.body(7, 123);
+    assert_eq!(&body[..2], &[0x1f, 0x8b], "gzip bodies start with the magic bytes");
+    let event = workload.event(5, 42);
+    assert_eq!(event["properties"]["loadtest_intended_ns"], 42);
+    assert!(event["messageId"].as_str().is_some_and(|id| id.starts_with("lt-5-")));
+}
