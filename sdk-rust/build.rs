@@ -46,10 +46,10 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn load(dir: &std::path::Path) -> Result<String, eventgw_schemas::CatalogError> {
-    let sources = eventgw_schemas::loader::load_sources(dir)?;
-    // Compiling refuses what the gateway would refuse (broken schemas,
-    // examples that break their own schema, gaps in versions).
-    let catalog = eventgw_schemas::Catalog::compile(sources.clone())?;
-    Ok(codegen::generate(&sources, &catalog))
+fn load(dir: &std::path::Path) -> Result<String, String> {
+    // Loading compiles the catalog, which refuses what the gateway would
+    // refuse (broken schemas, examples that break their own schema, gaps in
+    // versions).
+    let catalog = eventgw_schemas::loader::load_catalog(dir).map_err(|e| e.to_string())?;
+    codegen::generate(&catalog, dir)
 }

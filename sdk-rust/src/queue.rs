@@ -101,11 +101,15 @@ impl Queue {
         }
         let seq = inner.next_seq;
         inner.next_seq += 1;
+        let before = inner.bytes;
         inner.bytes += size;
         inner.items.push_back(Queued { seq, id: event.id, json: event.json, at: now });
+        // Only on a transition: waking a parked worker is a syscall, and at
+        // high rates waking it for every event would cost the caller more
+        // than the rest of the call. The worker re-checks after each batch.
         let wake = inner.items.len() == 1
-            || inner.items.len() >= self.limits.batch_events
-            || inner.bytes >= self.limits.batch_bytes;
+            || inner.items.len() == self.limits.batch_events
+            || (before < self.limits.batch_bytes && inner.bytes >= self.limits.batch_bytes);
         drop(inner);
         if wake {
             self.wake.notify_one();

@@ -9,7 +9,7 @@ mod common;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use common::gateway::{RunningGateway, find, unique};
+use common::gateway::{RunningGateway, find, marks, unique};
 use eventgw_sdk::catalog::billing::{OrderCompleted, PaymentCaptured, PaymentCapturedV1Method};
 use eventgw_sdk::catalog::web::{PageViewed, PageViewedV1};
 use eventgw_sdk::{BlockingClient, Client, Credentials, Identity, OutcomeEvent, Report, Status};
@@ -23,6 +23,8 @@ fn client(url: &str) -> eventgw_sdk::ClientBuilder {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_arrive_keyed_on_their_topics_and_an_invalid_one_is_reported() {
     let gateway = tokio::task::spawn_blocking(RunningGateway::start).await.expect("gateway thread");
+    let topics = ["billing.payments", "web.tracking", "crm.identities", "eventgw.dead-letter"];
+    let since = tokio::task::spawn_blocking(move || marks(&topics)).await.expect("marks");
     let client = client(&gateway.url).build().expect("client");
     let mut outcomes = client.outcomes();
     let user = Identity::user(unique("user"));
@@ -82,21 +84,21 @@ async fn events_arrive_keyed_on_their_topics_and_an_invalid_one_is_reported() {
 
     let user_id = user.user_id.clone().expect("a user id");
     let ids = |list: &[uuid::Uuid]| list.iter().map(ToString::to_string).collect::<Vec<_>>();
-    let billing = find("billing.payments", &ids(&[order, payment]));
+    let billing = find("billing.payments", &since, &ids(&[order, payment]));
     for id in [order, payment] {
         let records = &billing[&id.to_string()];
         assert_eq!(records.len(), 1, "once on billing.payments");
         assert_eq!(records[0].key.as_deref(), Some(order_id.as_str()), "keyed by properties.order_id");
         assert_eq!(records[0].headers["schema-version"], "1");
     }
-    let web = find("web.tracking", &ids(&[page, page2]));
+    let web = find("web.tracking", &since, &ids(&[page, page2]));
     assert_eq!(web[&page.to_string()][0].key.as_deref(), Some(user_id.as_str()), "keyed by userId");
     assert_eq!(web[&page.to_string()][0].headers["schema-version"], "1", "a V1 struct pins version 1");
     assert_eq!(web[&page2.to_string()][0].headers["schema-version"], "2");
     assert_eq!(web[&page2.to_string()][0].value["properties"]["search"], "q=x");
-    let identities = find("crm.identities", &ids(&[identify]));
+    let identities = find("crm.identities", &since, &ids(&[identify]));
     assert_eq!(identities[&identify.to_string()][0].key.as_deref(), Some(user_id.as_str()));
-    let dead = find("eventgw.dead-letter", &ids(&[invalid]));
+    let dead = find("eventgw.dead-letter", &since, &ids(&[invalid]));
     assert_eq!(dead[&invalid.to_string()].len(), 1, "the invalid event is dead-lettered, not lost");
     drop(gateway);
 }
@@ -104,6 +106,7 @@ async fn events_arrive_keyed_on_their_topics_and_an_invalid_one_is_reported() {
 #[test]
 fn the_blocking_client_delivers_from_plain_threads() {
     let gateway = RunningGateway::start();
+    let since = marks(&["web.tracking"]);
     let client = BlockingClient::new(client(&gateway.url).batch_max_events(50)).expect("client");
     let user = Identity::anonymous(unique("anon"));
     let mut ids = Vec::new();
@@ -115,7 +118,7 @@ fn the_blocking_client_delivers_from_plain_threads() {
     assert_eq!(client.metrics().sent, 120);
     let report = client.shutdown(Duration::from_secs(10));
     assert_eq!(report, Report { sent: 120, ..Report::default() });
-    let found = find("web.tracking", &ids);
+    let found = find("web.tracking", &since, &ids);
     assert_eq!(found.len(), 120, "every event is on web.tracking");
     assert!(found.values().all(|records| records.len() == 1), "exactly once");
     let anonymous_id = user.anonymous_id.as_deref();

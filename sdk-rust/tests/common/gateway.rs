@@ -37,11 +37,18 @@ impl RunningGateway {
     /// Starts the gateway with the checked-in dev configuration, after
     /// creating its topics.
     pub fn start() -> Self {
+        Self::start_with(Vec::new())
+    }
+
+    /// As [`RunningGateway::start`], with configuration overrides
+    /// (`EVENTGW__SECTION__KEY`, value).
+    pub fn start_with(overrides: Vec<(String, String)>) -> Self {
         let (ready_tx, ready_rx) = mpsc::channel();
         let (stop_tx, stop_rx) = mpsc::channel::<()>();
         let thread = std::thread::spawn(move || {
             actix_web::rt::System::new().block_on(async move {
-                let env = vec![("EVENTGW__KAFKA__BROKERS".to_owned(), brokers())];
+                let mut env = vec![("EVENTGW__KAFKA__BROKERS".to_owned(), brokers())];
+                env.extend(overrides);
                 let config = Config::load_with_env(&repo_root().join("gateway/config/dev.toml"), env.into_iter())
                     .expect("dev config loads");
                 let state = Arc::new(AppState::with_kafka(config).expect("gateway state builds"));
@@ -82,23 +89,47 @@ pub struct Consumed {
     pub value: Value,
 }
 
-/// Every record of `topic` from the beginning to the current end, by
-/// partition assignment (no consumer group, so tests do not interfere).
-pub fn read_topic(topic: &str) -> Vec<Consumed> {
-    let consumer: BaseConsumer = ClientConfig::new()
+/// Where each partition of some topics ends now: records a test produces
+/// afterwards are read from here, not from the beginning of shared topics.
+#[derive(Debug, Clone, Default)]
+pub struct Marks(HashMap<(String, i32), i64>);
+
+fn consumer() -> BaseConsumer {
+    ClientConfig::new()
         .set("bootstrap.servers", brokers())
         .set("group.id", "eventgw-sdk-tests-unused")
         .set("enable.auto.commit", "false")
         .create()
-        .expect("consumer");
+        .expect("consumer")
+}
+
+/// The current end of every partition of `topics`.
+pub fn marks(topics: &[&str]) -> Marks {
+    let consumer = consumer();
+    let mut marks = HashMap::new();
+    for topic in topics {
+        let metadata = consumer.fetch_metadata(Some(topic), Duration::from_secs(10)).expect("metadata");
+        for p in metadata.topics()[0].partitions() {
+            let (_, high) = consumer.fetch_watermarks(topic, p.id(), Duration::from_secs(10)).expect("watermarks");
+            marks.insert(((*topic).to_owned(), p.id()), high);
+        }
+    }
+    Marks(marks)
+}
+
+/// Every record of `topic` between `since` and the current end, by
+/// partition assignment (no consumer group, so tests do not interfere).
+pub fn read_topic(topic: &str, since: &Marks) -> Vec<Consumed> {
+    let consumer = consumer();
     let metadata = consumer.fetch_metadata(Some(topic), Duration::from_secs(10)).expect("metadata");
     let partitions: Vec<i32> = metadata.topics()[0].partitions().iter().map(|p| p.id()).collect();
     let mut assignment = TopicPartitionList::new();
     let mut ends = HashMap::new();
     for p in &partitions {
         let (low, high) = consumer.fetch_watermarks(topic, *p, Duration::from_secs(10)).expect("watermarks");
-        if high > low {
-            assignment.add_partition_offset(topic, *p, Offset::Offset(low)).expect("assign");
+        let from = since.0.get(&(topic.to_owned(), *p)).copied().unwrap_or(low).max(low);
+        if high > from {
+            assignment.add_partition_offset(topic, *p, Offset::Offset(from)).expect("assign");
             ends.insert(*p, high);
         }
     }
@@ -133,10 +164,10 @@ pub fn read_topic(topic: &str) -> Vec<Consumed> {
     records
 }
 
-/// Records of `topic` whose `event-id` header is one of `ids`, by id.
-pub fn find(topic: &str, ids: &[String]) -> HashMap<String, Vec<Consumed>> {
+/// Records of `topic` since `marks` whose `event-id` header is one of `ids`, by id.
+pub fn find(topic: &str, since: &Marks, ids: &[String]) -> HashMap<String, Vec<Consumed>> {
     let mut found: HashMap<String, Vec<Consumed>> = HashMap::new();
-    for record in read_topic(topic) {
+    for record in read_topic(topic, since) {
         if let Some(id) = record.headers.get("event-id").filter(|id| ids.contains(id)) {
             found.entry(id.clone()).or_default().push(record);
         }
