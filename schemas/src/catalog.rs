@@ -6,16 +6,40 @@ use std::collections::{BTreeMap, HashMap};
 use jsonschema::Validator;
 use serde_json::Value;
 
-use crate::{CatalogError, DomainSource, KeyPath};
+use crate::{Compatibility, DomainSource, KeyPath, Rollout, TopicSettings};
 
 /// Every event the gateway knows, ready to check and route.
 #[derive(Debug)]
 pub struct Catalog {
     /// By the event name clients send; names are unique across domains,
     /// because a track call only carries the name.
-    events: HashMap<String, EventType>,
+    pub(crate) events: HashMap<String, EventType>,
     /// Domain name to topic, for provisioning topics and for the docs.
-    topics: BTreeMap<String, (String, i32)>,
+    pub(crate) topics: BTreeMap<String, (String, i32)>,
+    /// Each domain's description, owner and topic settings, by name.
+    pub(crate) domains: BTreeMap<String, Domain>,
+    /// What it was compiled from, so the catalog page can hand the very same
+    /// contract to the in-browser checker.
+    pub(crate) sources: Vec<DomainSource>,
+}
+
+/// One business domain: who owns it and where its events go.
+#[derive(Debug, Clone)]
+pub struct Domain {
+    /// The domain's name, e.g. `billing`.
+    pub name: String,
+    /// What it covers.
+    pub description: String,
+    /// The team answering for its contracts.
+    pub owner: String,
+    /// Its Kafka topic.
+    pub topic: String,
+    /// The topic's partition count.
+    pub partitions: i32,
+    /// The topic's other settings.
+    pub settings: TopicSettings,
+    /// The catalog file it was declared in.
+    pub origin: String,
 }
 
 /// One event of the catalog with all its versions.
@@ -33,7 +57,13 @@ pub struct EventType {
     /// Where its partition key comes from.
     pub key: KeyPath,
     /// Versions, oldest first; never empty.
-    versions: BTreeMap<u32, EventSchema>,
+    pub(crate) versions: BTreeMap<u32, EventSchema>,
+    /// What the event means.
+    pub(crate) description: String,
+    /// How each version must relate to the previous one.
+    pub(crate) compatibility: Compatibility,
+    /// What the gateway does with an event that breaks its schema.
+    pub(crate) rollout: Rollout,
 }
 
 /// One compiled version of an event's schema.
@@ -46,7 +76,9 @@ pub struct EventSchema {
     /// Whole example events from the schema's `examples`; each is checked
     /// against the schema when the catalog compiles.
     pub examples: Vec<Value>,
-    validator: Validator,
+    /// The JSON Schema as written, for the catalog page.
+    pub(crate) document: Value,
+    pub(crate) validator: Validator,
 }
 
 /// One way an event breaks its schema.
@@ -75,50 +107,6 @@ pub enum Violation {
 }
 
 impl Catalog {
-    /// Compiles every schema and checks the catalog hangs together. Errors
-    /// name the file at fault.
-    pub fn compile(sources: Vec<DomainSource>) -> Result<Self, CatalogError> {
-        let mut events: HashMap<String, EventType> = HashMap::new();
-        let mut defined_in: HashMap<String, String> = HashMap::new();
-        let mut topics = BTreeMap::new();
-        for source in sources {
-            let spec = &source.spec;
-            check_name(&source.origin, "domain", &spec.domain)?;
-            check_topic(&source.origin, &spec.topic)?;
-            if spec.partitions < 1 {
-                return Err(CatalogError::new(&source.origin, "partitions must be at least 1"));
-            }
-            if spec.events.is_empty() {
-                return Err(CatalogError::new(&source.origin, "declares no events"));
-            }
-            if topics.insert(spec.domain.clone(), (spec.topic.clone(), spec.partitions)).is_some() {
-                return Err(CatalogError::new(&source.origin, format!("domain `{}` is declared twice", spec.domain)));
-            }
-            for doc in &source.schemas {
-                if !spec.events.values().any(|e| e.schema == doc.schema) {
-                    return Err(CatalogError::new(
-                        &doc.origin,
-                        format!("schema `{}` is not used by any event in {}", doc.schema, source.origin),
-                    ));
-                }
-            }
-            for (name, event) in &spec.events {
-                if let Some(other) = defined_in.insert(name.clone(), source.origin.clone()) {
-                    return Err(CatalogError::new(
-                        &source.origin,
-                        format!("event `{name}` is already defined in {other}; event names must be unique"),
-                    ));
-                }
-                let compiled = compile_event(&source, name, event)?;
-                events.insert(name.clone(), compiled);
-            }
-        }
-        if events.is_empty() {
-            return Err(CatalogError::new("catalog", "no domains found"));
-        }
-        Ok(Self { events, topics })
-    }
-
     /// The event clients call `name`, if the catalog has it.
     pub fn event(&self, name: &str) -> Option<&EventType> {
         self.events.get(name)
@@ -135,9 +123,37 @@ impl Catalog {
     pub fn topics(&self) -> &BTreeMap<String, (String, i32)> {
         &self.topics
     }
+
+    /// Every domain, by name.
+    pub fn domains(&self) -> &BTreeMap<String, Domain> {
+        &self.domains
+    }
+
+    /// The sources the catalog was compiled from; they serialise to JSON
+    /// that [`Catalog::compile`] accepts again (in the browser, say).
+    pub fn sources(&self) -> &[DomainSource] {
+        &self.sources
+    }
 }
 
 impl EventType {
+    /// What the event means, from its catalog entry.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// How each version must relate to the previous one.
+    pub fn compatibility(&self) -> Compatibility {
+        self.compatibility
+    }
+
+    /// What the gateway does with an event that breaks its schema:
+    /// observe (accept and count), warn (accept, tag and count) or enforce
+    /// (dead-letter).
+    pub fn rollout(&self) -> Rollout {
+        self.rollout
+    }
+
     /// The newest version, used when an event does not pin one.
     pub fn latest(&self) -> &EventSchema {
         self.versions.values().next_back().expect("compile refuses an event without versions")
@@ -169,6 +185,11 @@ impl EventType {
 }
 
 impl EventSchema {
+    /// The JSON Schema document as written.
+    pub fn document(&self) -> &Value {
+        &self.document
+    }
+
     /// Every way `event` breaks this schema, or `Ok` when it conforms.
     pub fn validate(&self, event: &Value) -> Result<(), Vec<SchemaViolation>> {
         let errors: Vec<SchemaViolation> = self
@@ -178,77 +199,4 @@ impl EventSchema {
             .collect();
         if errors.is_empty() { Ok(()) } else { Err(errors) }
     }
-}
-
-fn compile_event(source: &DomainSource, name: &str, spec: &crate::EventSpec) -> Result<EventType, CatalogError> {
-    let origin = &source.origin;
-    check_name(origin, "schema", &spec.schema)?;
-    let key = KeyPath::parse(&spec.key)
-        .ok_or_else(|| CatalogError::new(origin, format!("event `{name}`: key must list at least one field path")))?;
-    let mut versions = BTreeMap::new();
-    for doc in source.schemas.iter().filter(|d| d.schema == spec.schema) {
-        if doc.version == 0 {
-            return Err(CatalogError::new(&doc.origin, "versions start at 1"));
-        }
-        if !doc.json.is_object() {
-            return Err(CatalogError::new(&doc.origin, "a schema must be a JSON object"));
-        }
-        let validator = jsonschema::options()
-            .should_validate_formats(true)
-            .build(&doc.json)
-            .map_err(|e| CatalogError::new(&doc.origin, format!("not a valid JSON Schema: {e}")))?;
-        let examples = match doc.json.get("examples") {
-            None => Vec::new(),
-            Some(Value::Array(items)) => items.clone(),
-            Some(_) => return Err(CatalogError::new(&doc.origin, "`examples` must be an array of events")),
-        };
-        let compiled = EventSchema { version: doc.version, origin: doc.origin.clone(), examples, validator };
-        for (i, example) in compiled.examples.iter().enumerate() {
-            if let Err(errors) = compiled.validate(example) {
-                let first = errors.first().map(|e| format!("{}: {}", e.path, e.message)).unwrap_or_default();
-                return Err(CatalogError::new(&doc.origin, format!("example {i} breaks its own schema ({first})")));
-            }
-            if key.extract(example).is_none() {
-                return Err(CatalogError::new(&doc.origin, format!("example {i} has no key ({})", key.describe())));
-            }
-        }
-        if versions.insert(doc.version, compiled).is_some() {
-            return Err(CatalogError::new(&doc.origin, format!("version {} appears twice", doc.version)));
-        }
-    }
-    let Some(&newest) = versions.keys().next_back() else {
-        return Err(CatalogError::new(
-            origin,
-            format!("event `{name}` has no schema versions under {}/{}/", source.spec.domain, spec.schema),
-        ));
-    };
-    if newest as usize != versions.len() {
-        return Err(CatalogError::new(
-            origin,
-            format!("event `{name}`: versions must be numbered 1..{newest} with no gaps"),
-        ));
-    }
-    Ok(EventType {
-        name: name.to_owned(),
-        domain: source.spec.domain.clone(),
-        schema: spec.schema.clone(),
-        topic: source.spec.topic.clone(),
-        key,
-        versions,
-    })
-}
-
-fn check_name(origin: &str, what: &str, name: &str) -> Result<(), CatalogError> {
-    let ok = !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if ok { Ok(()) } else { Err(CatalogError::new(origin, format!("{what} `{name}` must be lower_snake_case"))) }
-}
-
-/// Kafka's own rule for topic names: 1..249 of `[a-zA-Z0-9._-]`.
-fn check_topic(origin: &str, topic: &str) -> Result<(), CatalogError> {
-    let ok = !topic.is_empty()
-        && topic.len() <= 249
-        && topic != "."
-        && topic != ".."
-        && topic.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-    if ok { Ok(()) } else { Err(CatalogError::new(origin, format!("`{topic}` is not a valid Kafka topic name"))) }
 }

@@ -6,13 +6,15 @@
 //! directory and hands [`Catalog::compile`] the parsed documents.
 
 mod catalog;
+pub mod compat;
+mod compile;
 mod error;
 mod key;
 #[cfg(feature = "fs")]
 pub mod loader;
 mod spec;
 
-pub use catalog::{Catalog, EventSchema, EventType, SchemaViolation, Violation};
+pub use catalog::{Catalog, Domain, EventSchema, EventType, SchemaViolation, Violation};
 pub use error::CatalogError;
 pub use key::KeyPath;
-pub use spec::{DomainSource, DomainSpec, EventSpec, SchemaDocument};
+pub use spec::{Compatibility, DomainSource, DomainSpec, EventSpec, Rollout, SchemaDocument, TopicSettings};

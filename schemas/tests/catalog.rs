@@ -5,7 +5,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use eventgw_schemas::loader::load_catalog;
-use eventgw_schemas::{Catalog, Violation};
+use eventgw_schemas::loader::load_sources;
+use eventgw_schemas::{Catalog, Compatibility, Rollout, Violation, compat};
 use serde_json::json;
 
 fn shipped() -> Catalog {
@@ -82,7 +83,7 @@ fn copy_dir(from: &Path, to: &Path) {
     for entry in fs::read_dir(from).expect("read_dir") {
         let path = entry.expect("entry").path();
         let name = path.file_name().expect("name").to_string_lossy().into_owned();
-        if ["src", "tests", "target"].contains(&name.as_str()) {
+        if ["src", "tests", "target", "wasm", "site-test", "node_modules"].contains(&name.as_str()) {
             continue;
         }
         if path.is_dir() {
@@ -163,4 +164,73 @@ fn every_version_has_a_valid_example_and_bad_examples_are_refused() {
         fs::write(path, text).expect("write")
     });
     assert!(err.contains("payment_captured/1.json") && err.contains("example 0 breaks its own schema"), "{err}");
+}
+
+/// Page Viewed v3 that makes `title` required: breaks backward compatibility.
+fn add_breaking_v3(dir: &Path) {
+    let v2: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(dir.join("web/page_viewed/2.json")).expect("read")).expect("json");
+    let mut v3 = v2.clone();
+    v3["properties"]["properties"]["required"] = json!(["url", "path", "title"]);
+    v3["examples"][0]["properties"]["title"] = json!("Search");
+    fs::write(dir.join("web/page_viewed/3.json"), v3.to_string()).expect("write");
+}
+
+#[test]
+fn refuses_a_version_that_breaks_compatibility_naming_both_files() {
+    let (dir, err) = refused("breaking", add_breaking_v3);
+    let (v3, v2) = (dir.join("web/page_viewed/3.json"), dir.join("web/page_viewed/2.json"));
+    assert!(err.starts_with(&v3.display().to_string()), "{err}");
+    assert!(err.contains(&v2.display().to_string()), "{err}");
+    assert!(err.contains("breaks backward compatibility") && err.contains("new required field `title`"), "{err}");
+}
+
+#[test]
+fn compatibility_none_allows_the_same_change_and_rollout_is_read() {
+    let dir = scratch_copy("none");
+    add_breaking_v3(&dir);
+    let path = dir.join("web/catalog.toml");
+    let text = fs::read_to_string(&path)
+        .expect("read")
+        .replace("schema = \"page_viewed\"", "schema = \"page_viewed\"\ncompatibility = \"none\"\nrollout = \"warn\"");
+    fs::write(path, text).expect("write");
+    let catalog = load_catalog(&dir).expect("no check under `none`");
+    let page = catalog.event("Page Viewed").expect("event");
+    assert_eq!((page.latest().version, page.compatibility(), page.rollout()), (3, Compatibility::None, Rollout::Warn));
+    let steps = compat::check_sources(&load_sources(&dir).expect("sources"));
+    assert!(steps.iter().all(|s| s.problems.is_empty()), "none checks nothing");
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn shipped_catalog_keeps_its_promises_and_defaults_apply() {
+    let steps = compat::check_sources(&load_sources(Path::new(env!("CARGO_MANIFEST_DIR"))).expect("sources"));
+    assert!(steps.iter().any(|s| s.event == "Page Viewed" && s.old.0 == 1 && s.new.0 == 2), "{steps:?}");
+    for step in &steps {
+        assert!(step.problems.is_empty(), "{} v{} -> v{}: {:?}", step.event, step.old.0, step.new.0, step.problems);
+    }
+    let catalog = shipped();
+    let order = catalog.event("Order Completed").expect("event");
+    assert_eq!((order.compatibility(), order.rollout()), (Compatibility::Backward, Rollout::Enforce));
+}
+
+#[test]
+fn sources_round_trip_through_json_for_the_browser() {
+    let catalog = shipped();
+    let json = serde_json::to_string(catalog.sources()).expect("serialise");
+    let again = Catalog::compile(serde_json::from_str(&json).expect("deserialise")).expect("compiles again");
+    assert_eq!(again.events().len(), catalog.events().len());
+    assert_eq!(again.domains()["billing"].owner, "payments");
+}
+
+#[test]
+fn refuses_impossible_topic_settings() {
+    let (_, err) = refused("settings", |d| {
+        let path = d.join("crm/catalog.toml");
+        let text = fs::read_to_string(&path)
+            .expect("read")
+            .replace("[topic_settings]\n", "[topic_settings]\nreplication_factor = 1\nmin_insync_replicas = 2\n");
+        fs::write(path, text).expect("write")
+    });
+    assert!(err.contains("crm/catalog.toml") && err.contains("min_insync_replicas cannot exceed"), "{err}");
 }
