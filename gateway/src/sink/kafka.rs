@@ -1,10 +1,25 @@
 //! The one idempotent Kafka producer: `enable.idempotence`, `acks=all`,
 //! compression and batching from configuration, and a bounded queue whose
 //! overflow becomes back-pressure (503) instead of memory growth.
+//!
+//! Fatal errors: when librdkafka reports a fatal idempotence error (e.g. a
+//! sequence desynchronisation with the broker) that producer instance can
+//! never deliver again, and it can no longer vouch for ordering or
+//! once-ness of what it holds. We chose to **recreate the producer in
+//! process** rather than fail liveness: every record of the fatal producer
+//! fails (its requests get 503, the client retries with the same
+//! `messageId`), readiness is red until a fresh producer (new producer id)
+//! takes over, and the next request uses it. A liveness failure would do
+//! the same thing slower (an orchestrator restart, every in-flight HTTP
+//! request cut). Recreation is rate-limited to one per
+//! [`RECREATE_MIN_INTERVAL`], so a broker that keeps provoking fatal
+//! errors yields 503s, not a producer churn. See RELIABILITY.md.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
+use arc_swap::ArcSwap;
 use futures::future::{BoxFuture, FutureExt, join_all};
 use rdkafka::ClientContext;
 use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
@@ -15,9 +30,17 @@ use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use super::{Delivered, OutRecord, Sink, SinkError};
 use crate::config::KafkaConfig;
 
-/// Routes librdkafka's own log lines and errors into `tracing`.
+/// Shortest time between two producer recreations after fatal errors.
+pub const RECREATE_MIN_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Routes librdkafka's own log lines and errors into `tracing`, and notes
+/// a fatal error so the sink stops using this producer.
 #[derive(Debug, Default)]
-pub struct LoggingContext;
+pub struct LoggingContext {
+    /// Set once librdkafka reports `ERR__FATAL`; never cleared (the
+    /// producer instance is dead for good).
+    fatal: Arc<AtomicBool>,
+}
 
 impl ClientContext for LoggingContext {
     fn log(&self, level: RDKafkaLogLevel, fac: &str, log_message: &str) {
@@ -31,21 +54,91 @@ impl ClientContext for LoggingContext {
     }
 
     fn error(&self, error: KafkaError, reason: &str) {
-        tracing::warn!(%error, "Kafka client error: {reason}");
+        if error.rdkafka_error_code() == Some(RDKafkaErrorCode::Fatal) {
+            self.fatal.store(true, Ordering::SeqCst);
+            tracing::error!(%error, "Kafka producer hit a fatal error; it will be replaced: {reason}");
+        } else {
+            tracing::warn!(%error, "Kafka client error: {reason}");
+        }
     }
 }
 
-/// The producer shared by every request.
+/// One producer instance and whether it has died of a fatal error.
+struct Generation {
+    /// The librdkafka producer.
+    producer: FutureProducer<LoggingContext>,
+    /// Shared with the producer's context, which sets it.
+    fatal: Arc<AtomicBool>,
+}
+
+impl Generation {
+    fn create(config: &ClientConfig) -> Result<Self, KafkaError> {
+        let fatal = Arc::new(AtomicBool::new(false));
+        let producer = config.create_with_context(LoggingContext { fatal: Arc::clone(&fatal) })?;
+        Ok(Self { producer, fatal })
+    }
+
+    /// True once librdkafka declared this instance dead (by callback, or
+    /// asked directly in case the callback has not run yet).
+    fn is_fatal(&self) -> bool {
+        self.fatal.load(Ordering::SeqCst) || self.producer.client().fatal_error().is_some()
+    }
+}
+
+/// The producer shared by every request; replaced whole after a fatal error.
 #[derive(Clone)]
 pub struct KafkaSink {
-    producer: Arc<FutureProducer<LoggingContext>>,
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// Settings for every producer this sink creates.
+    config: ClientConfig,
+    /// The producer in use.
+    current: ArcSwap<Generation>,
+    /// When the producer was last replaced; also serialises replacement.
+    last_recreated: Mutex<Option<Instant>>,
+    /// Producers replaced after fatal errors, for tests and logs.
+    recreated: AtomicU64,
 }
 
 impl KafkaSink {
     /// Creates the producer; it connects lazily, so this succeeds with Kafka down.
     pub fn new(config: &KafkaConfig) -> Result<Self, KafkaError> {
-        let producer = producer_config(config).create_with_context(LoggingContext)?;
-        Ok(Self { producer: Arc::new(producer) })
+        let config = producer_config(config);
+        let current = ArcSwap::from_pointee(Generation::create(&config)?);
+        let inner = Inner { config, current, last_recreated: Mutex::new(None), recreated: AtomicU64::new(0) };
+        Ok(Self { inner: Arc::new(inner) })
+    }
+
+    /// How many times a fatal error made the sink replace its producer.
+    pub fn producers_replaced(&self) -> u64 {
+        self.inner.recreated.load(Ordering::SeqCst)
+    }
+
+    /// The producer to use now: the current one, or a fresh one when the
+    /// current one is fatally broken. `Err` while no healthy producer exists.
+    fn healthy(&self) -> Result<Arc<Generation>, SinkError> {
+        let current = self.inner.current.load_full();
+        if !current.is_fatal() {
+            return Ok(current);
+        }
+        let mut last = self.inner.last_recreated.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let latest = self.inner.current.load_full();
+        if !Arc::ptr_eq(&latest, &current) && !latest.is_fatal() {
+            return Ok(latest); // another request replaced it meanwhile
+        }
+        if last.is_some_and(|at| at.elapsed() < RECREATE_MIN_INTERVAL) {
+            return Err(SinkError::Unavailable("the Kafka producer hit a fatal error; replacing it".into()));
+        }
+        *last = Some(Instant::now());
+        let fresh = Arc::new(Generation::create(&self.inner.config).map_err(|e| classify(&e))?);
+        let old = self.inner.current.swap(Arc::clone(&fresh));
+        let replaced = self.inner.recreated.fetch_add(1, Ordering::SeqCst) + 1;
+        tracing::error!(replaced, "Kafka producer replaced after a fatal error; its undelivered records got 503");
+        // Dropping a producer purges and joins its thread: not on a request's thread.
+        std::thread::spawn(move || drop(old));
+        Ok(fresh)
     }
 }
 
@@ -79,6 +172,10 @@ fn classify(error: &KafkaError) -> SinkError {
 
 impl Sink for KafkaSink {
     fn send_all(&self, records: Vec<OutRecord>) -> BoxFuture<'static, Vec<Result<Delivered, SinkError>>> {
+        let generation = match self.healthy() {
+            Ok(generation) => generation,
+            Err(error) => return futures::future::ready(records.iter().map(|_| Err(error.clone())).collect()).boxed(),
+        };
         // Enqueue everything now; librdkafka batches them. Only then wait.
         let pending: Vec<_> = records
             .iter()
@@ -88,7 +185,7 @@ impl Sink for KafkaSink {
                     headers = headers.insert(Header { key, value: Some(value.as_bytes()) });
                 }
                 let out = FutureRecord::to(&record.topic).key(&record.key).payload(&record.payload).headers(headers);
-                self.producer.send_result(out).map_err(|(error, _)| classify(&error))
+                generation.producer.send_result(out).map_err(|(error, _)| classify(&error))
             })
             .collect();
         async move {
@@ -108,10 +205,13 @@ impl Sink for KafkaSink {
     }
 
     fn check_ready(&self) -> BoxFuture<'static, Result<(), String>> {
-        let producer = Arc::clone(&self.producer);
+        let generation = match self.healthy() {
+            Ok(generation) => generation,
+            Err(error) => return futures::future::ready(Err(error.to_string())).boxed(),
+        };
         async move {
             let probe = actix_web::rt::task::spawn_blocking(move || {
-                producer.client().fetch_metadata(None, Duration::from_secs(2)).map(|m| m.brokers().len())
+                generation.producer.client().fetch_metadata(None, Duration::from_secs(2)).map(|m| m.brokers().len())
             });
             match probe.await {
                 Ok(Ok(brokers)) if brokers > 0 => Ok(()),
@@ -124,10 +224,10 @@ impl Sink for KafkaSink {
     }
 
     fn queue_depth(&self) -> i64 {
-        i64::from(self.producer.in_flight_count())
+        i64::from(self.inner.current.load().producer.in_flight_count())
     }
 
     fn flush(&self, timeout: Duration) -> Result<(), String> {
-        self.producer.flush(timeout).map_err(|e| e.to_string())
+        self.inner.current.load().producer.flush(timeout).map_err(|e| e.to_string())
     }
 }
