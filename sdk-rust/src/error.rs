@@ -5,8 +5,10 @@
 use std::time::Duration;
 
 /// Why an event was not queued. Every refusal is also counted in
-/// [`crate::Metrics::dropped`] and reported as a [`crate::Status::Dropped`]
-/// outcome, so a caller that ignores the `Result` still shows up in numbers.
+/// [`crate::Metrics::dropped`] (and in the shutdown report), so a caller that
+/// ignores the `Result` still shows up in numbers; refusals of an encoded
+/// event (full queue, wait timed out, shut down) are also reported as a
+/// [`crate::Status::Dropped`] outcome under its `messageId`.
 #[derive(Debug, thiserror::Error)]
 pub enum EnqueueError {
     /// The queue was full and the policy is to drop the newest event.

@@ -40,7 +40,12 @@ impl Reporter {
             tracing::debug!(message_id = %outcome.message_id, status = outcome.status.as_str(), reason, "Event not delivered");
         }
         if let Some(callback) = &self.callback {
-            callback(&outcome);
+            // A panicking callback must not take the worker (and with it
+            // every queued event) down.
+            let call = std::panic::AssertUnwindSafe(|| callback(&outcome));
+            if std::panic::catch_unwind(call).is_err() {
+                tracing::error!(message_id = %outcome.message_id, "The outcome callback panicked");
+            }
         }
         if self.streams.receiver_count() > 0 {
             // An error only means every stream was dropped meanwhile.
@@ -70,7 +75,7 @@ pub enum OutcomeEvent {
 }
 
 /// Outcomes as a [`futures::Stream`], from [`crate::Client::outcomes`]. Ends
-/// when the client's worker has stopped.
+/// once every clone of the client is dropped and its worker has stopped.
 pub struct OutcomeStream {
     /// The receiver turned into a stream.
     inner: Pin<Box<dyn Stream<Item = OutcomeEvent> + Send>>,
