@@ -9,6 +9,7 @@
 pub mod api;
 pub mod auth;
 pub mod config;
+pub mod contracts;
 pub mod cors;
 pub mod enrich;
 pub mod error;

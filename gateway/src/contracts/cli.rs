@@ -1,0 +1,128 @@
+//! The `eventgw-catalog` subcommands, each a function returning the text to
+//! print and whether it succeeded, so `main` stays a thin argument parser
+//! and tests can call them directly. A tool: errors are `anyhow`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use eventgw_schemas::compat::{self, Direction};
+use eventgw_schemas::loader::{load_catalog, load_sources};
+use eventgw_schemas::{Catalog, Compatibility};
+
+use super::admin::TopicAdmin;
+use super::docs::Site;
+use super::plan::{self, Plan};
+use crate::config::Config;
+
+/// What a command prints, and whether it passed (the exit status).
+#[derive(Debug)]
+pub struct Report {
+    /// The text for standard output.
+    pub text: String,
+    /// `false` makes the tool exit with status 1.
+    pub ok: bool,
+}
+
+/// `schemas check [DIR]`: every version against the previous one under its
+/// event's mode, then the whole catalog compiled as the gateway would.
+pub fn schemas_check(dir: &Path) -> anyhow::Result<Report> {
+    let sources = load_sources(dir)?;
+    let mut text = String::new();
+    let mut ok = true;
+    for step in compat::check_sources(&sources) {
+        let head = format!("{} v{} -> v{} ({})", step.event, step.old.0, step.new.0, step.mode.as_str());
+        if step.problems.is_empty() {
+            text.push_str(&format!("ok    {head}\n"));
+        } else {
+            ok = false;
+            text.push_str(&format!("FAIL  {head}: {} breaks {}\n", step.new.1, step.old.1));
+            for problem in &step.problems {
+                text.push_str(&format!("      - {}\n", problem.message));
+            }
+        }
+    }
+    match Catalog::compile(sources) {
+        Ok(catalog) => {
+            let n = catalog.events().len();
+            text.push_str(&format!("catalog compiles: {n} events in {} domains\n", catalog.domains().len()));
+        }
+        Err(error) => {
+            ok = false;
+            text.push_str(&format!("FAIL  {error}\n"));
+        }
+    }
+    Ok(Report { text, ok })
+}
+
+/// `schemas diff OLD.json NEW.json [--mode M]`: what breaks in which
+/// direction; fails when `mode` (default backward) is broken.
+pub fn schemas_diff(old: &Path, new: &Path, mode: Compatibility) -> anyhow::Result<Report> {
+    let read = |path: &Path| -> anyhow::Result<serde_json::Value> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("{} is not valid JSON", path.display()))
+    };
+    let problems = compat::check(&read(old)?, &read(new)?, Compatibility::Full);
+    let mut text = String::new();
+    for problem in &problems {
+        let dir = if problem.direction == Direction::Backward { "backward" } else { "forward" };
+        text.push_str(&format!("breaks {dir}: {}\n", problem.message));
+    }
+    let backward = !problems.iter().any(|p| p.direction == Direction::Backward);
+    let forward = !problems.iter().any(|p| p.direction == Direction::Forward);
+    let word = |ok: bool| if ok { "compatible" } else { "BREAKS" };
+    text.push_str(&format!(
+        "backward: {}, forward: {}, full: {}\n",
+        word(backward),
+        word(forward),
+        word(backward && forward)
+    ));
+    let ok = match mode {
+        Compatibility::Backward => backward,
+        Compatibility::Forward => forward,
+        Compatibility::Full => backward && forward,
+        Compatibility::None => true,
+    };
+    Ok(Report { text, ok })
+}
+
+/// `schemas docs [--out DIR]`: writes the catalog site.
+pub fn schemas_docs(dir: &Path, out: &Path, wasm: &Path) -> anyhow::Result<Report> {
+    let catalog = load_catalog(dir)?;
+    let site = Site::render(&catalog, dir, Some(wasm));
+    site.write_to(out).with_context(|| format!("cannot write the site to {}", out.display()))?;
+    let checker = if site.has_checker() {
+        "with the in-browser checker".to_owned()
+    } else {
+        format!("WITHOUT the in-browser checker: no build in {} (run scripts/build-wasm)", wasm.display())
+    };
+    let text = format!("wrote {}/index.html ({} events), {checker}\n", out.display(), catalog.events().len());
+    Ok(Report { text, ok: true })
+}
+
+/// `topics plan|apply --config FILE`: compares the declared topics with the
+/// cluster; with `apply`, makes the changes. A plan with refusals fails and
+/// applies nothing.
+pub async fn topics(config_path: &Path, apply: bool) -> anyhow::Result<Report> {
+    let config = Config::load(config_path)?;
+    let catalog = load_catalog(&config.catalog.dir)?;
+    let declared = plan::declared(&catalog, &config.kafka);
+    let admin = TopicAdmin::connect(&config.kafka.brokers)?;
+    let existing = admin.existing(&declared).await?;
+    let plan: Plan = plan::plan(&declared, &existing);
+    let mut text = format!("Plan for {} ({} topics declared):\n{plan}\n", config.kafka.brokers, declared.len());
+    if !plan.refusals.is_empty() {
+        return Ok(Report { text, ok: false });
+    }
+    if apply {
+        for line in admin.apply(&plan, &existing).await? {
+            text.push_str(&format!("{line}\n"));
+        }
+        text.push_str(&format!("Applied {} change(s).\n", plan.changes.len()));
+    }
+    Ok(Report { text, ok: true })
+}
+
+/// The catalog directory when none is given: `./schemas`.
+pub fn default_catalog_dir() -> PathBuf {
+    PathBuf::from("schemas")
+}
