@@ -1,0 +1,143 @@
+//! The real gateway binary as a child process, so a scenario can `kill -9`
+//! it, stop it with SIGTERM (graceful drain and producer flush) and start
+//! it again on the same port; its peak resident memory is sampled.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use super::{DELIVERY_TIMEOUT_MS, REQUEST_TIMEOUT_MS, blocking, sleep};
+
+pub struct GatewayProcess {
+    child: Option<Child>,
+    pub url: String,
+    pub port: u16,
+    config: PathBuf,
+    pub log: PathBuf,
+    env: Vec<(String, String)>,
+    /// Largest VmHWM seen across every run of the process, in KiB.
+    pub peak_rss_kib: Arc<AtomicU64>,
+}
+
+impl GatewayProcess {
+    /// Creates the topics (`gateway topics`), then starts `gateway serve`
+    /// producing to `brokers`.
+    pub async fn start(name: &str, brokers: &str, replication: u16) -> Self {
+        let port = TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
+        let dir = std::env::temp_dir().join(format!("eventgw-faults-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let config = dir.join("gateway.toml");
+        let dev = crate::common::repo_root().join("gateway/config/dev.toml");
+        let catalog = crate::common::repo_root().join("schemas");
+        let text = std::fs::read_to_string(dev)
+            .expect("dev config")
+            .replace("listen = \"127.0.0.1:8080\"", &format!("listen = \"127.0.0.1:{port}\""))
+            .replace("dir = \"../../schemas\"", &format!("dir = \"{}\"", catalog.display()));
+        std::fs::write(&config, text).expect("write config");
+        let env = vec![
+            ("EVENTGW__KAFKA__BROKERS".to_owned(), brokers.to_owned()),
+            ("EVENTGW__KAFKA__DELIVERY_TIMEOUT_MS".to_owned(), DELIVERY_TIMEOUT_MS.to_string()),
+            ("EVENTGW__KAFKA__REPLICATION_FACTOR".to_owned(), replication.to_string()),
+            ("EVENTGW__SERVER__REQUEST_TIMEOUT_MS".to_owned(), REQUEST_TIMEOUT_MS.to_string()),
+            ("EVENTGW__SERVER__SHUTDOWN_TIMEOUT_SECS".to_owned(), "10".to_owned()),
+        ];
+        let mut gw = Self {
+            child: None,
+            url: format!("http://127.0.0.1:{port}"),
+            port,
+            config,
+            log: dir.join("gateway.log"),
+            env,
+            peak_rss_kib: Arc::new(AtomicU64::new(0)),
+        };
+        let (config, env) = (gw.config.clone(), gw.env.clone());
+        let created = blocking(move || {
+            Command::new(env!("CARGO_BIN_EXE_gateway")).arg("topics").arg("--config").arg(config).envs(env).output()
+        })
+        .await
+        .expect("gateway topics runs");
+        assert!(created.status.success(), "gateway topics: {}", String::from_utf8_lossy(&created.stderr));
+        gw.spawn().await;
+        gw
+    }
+
+    /// Starts (again) `gateway serve` and waits until it answers.
+    pub async fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(&self.log).expect("log");
+        let child = Command::new(env!("CARGO_BIN_EXE_gateway"))
+            .args(["serve", "--config"])
+            .arg(&self.config)
+            .envs(self.env.clone())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("gateway starts");
+        actix_web::rt::spawn(sample_peak(child.id(), Arc::clone(&self.peak_rss_kib)));
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while reqwest::get(format!("{}/healthz", self.url)).await.is_err() {
+            assert!(Instant::now() < deadline, "gateway did not start: {}", self.log_text());
+            sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    /// SIGKILL: no drain, no flush.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.kill().expect("kill -9");
+            child.wait().expect("reaped");
+        }
+    }
+
+    /// SIGTERM, then waits for the exit: actix drains in-flight requests,
+    /// main flushes the producer.
+    pub async fn terminate(&mut self) -> ExitStatus {
+        let mut child = self.child.take().expect("running");
+        let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill");
+        assert!(status.success());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = child.try_wait().expect("try_wait") {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "the gateway did not exit within 30 s of SIGTERM");
+            sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub fn peak_mib(&self) -> f64 {
+        self.peak_rss_kib.load(Ordering::SeqCst) as f64 / 1024.0
+    }
+}
+
+impl Drop for GatewayProcess {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// The process's high-water mark of resident memory (VmHWM), in KiB.
+pub fn vm_hwm_kib(pid: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+async fn sample_peak(pid: u32, peak: Arc<AtomicU64>) {
+    let pid = pid.to_string();
+    while let Some(kib) = vm_hwm_kib(&pid) {
+        peak.fetch_max(kib, Ordering::SeqCst);
+        sleep(Duration::from_millis(100)).await;
+    }
+}

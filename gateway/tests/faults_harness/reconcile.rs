@@ -1,0 +1,164 @@
+//! Reads every topic back and accounts for each id: answered 200 and
+//! missing (lost, must be 0), stored more than once (each must come from a
+//! client retry of the same `messageId`), answered otherwise and stored or
+//! not (both allowed). Writes the scenario's section of RELIABILITY.md.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use super::blocking;
+use super::load::{Answer, BatchLog};
+
+/// Every record of the run, by `event-id`, across every topic the gateway writes.
+pub async fn read_back(brokers: &str, run_id: &str) -> HashMap<String, usize> {
+    let (brokers, run_id) = (brokers.to_owned(), run_id.to_owned());
+    blocking(move || {
+        let cfg = crate::common::config(&brokers);
+        let catalog = eventgw_schemas::loader::load_catalog(&cfg.catalog.dir).expect("catalog");
+        let mut stored = HashMap::new();
+        for (topic, _) in gateway::topics::wanted(&catalog, &cfg.kafka) {
+            for record in crate::common::read_topic(&brokers, &topic) {
+                if let Some(id) = record.headers.get("event-id").filter(|id| id.starts_with(&run_id)) {
+                    *stored.entry(id.clone()).or_insert(0) += 1;
+                }
+            }
+        }
+        stored
+    })
+    .await
+}
+
+#[derive(Debug, Default)]
+pub struct Reconciliation {
+    pub scenario: String,
+    pub injected: String,
+    pub requests: BTreeMap<String, usize>,
+    pub events_sent: usize,
+    pub acked: usize,
+    pub lost: Vec<String>,
+    /// Ids stored more than once, with how many extra copies.
+    pub duplicates: usize,
+    pub extra_copies: usize,
+    /// Duplicates whose batch was sent only once: the producer itself duplicated.
+    pub unexplained_duplicates: Vec<String>,
+    pub unacked_present: usize,
+    pub unacked_absent: usize,
+    /// Stored ids this run never sent.
+    pub foreign: usize,
+    /// From the end of the fault to the first 200 after it.
+    pub recovery: Option<Duration>,
+    /// The longest stretch with no 200 answer at all.
+    pub longest_gap: Duration,
+    pub peak_rss: String,
+    pub notes: Vec<String>,
+}
+
+pub fn reconcile(
+    scenario: &str,
+    injected: &str,
+    logs: &[BatchLog],
+    stored: &HashMap<String, usize>,
+    healed_at: Option<Instant>,
+) -> Reconciliation {
+    let mut r = Reconciliation { scenario: scenario.into(), injected: injected.into(), ..Default::default() };
+    let mut sent = HashMap::new();
+    let mut oks = Vec::new();
+    for log in logs {
+        for a in &log.attempts {
+            let key = match a.answer {
+                Answer::Status(s) => s.to_string(),
+                Answer::NoAnswer => "no answer".into(),
+            };
+            *r.requests.entry(key).or_insert(0) += 1;
+            if a.answer == Answer::Status(200) {
+                oks.push(a.ended);
+            }
+        }
+        for id in &log.ids {
+            sent.insert(id.as_str(), log);
+            r.events_sent += 1;
+            let copies = stored.get(id).copied().unwrap_or(0);
+            if log.acked() {
+                r.acked += 1;
+                if copies == 0 {
+                    r.lost.push(id.clone());
+                }
+            } else if copies == 0 {
+                r.unacked_absent += 1;
+            } else {
+                r.unacked_present += 1;
+            }
+            if copies > 1 {
+                r.duplicates += 1;
+                r.extra_copies += copies - 1;
+                if log.attempts.len() < 2 {
+                    r.unexplained_duplicates.push(id.clone());
+                }
+            }
+        }
+    }
+    r.foreign = stored.keys().filter(|id| !sent.contains_key(id.as_str())).count();
+    oks.sort();
+    r.longest_gap = oks.windows(2).map(|w| w[1] - w[0]).max().unwrap_or_default();
+    r.recovery = healed_at.and_then(|h| oks.iter().find(|t| **t > h).map(|t| *t - h));
+    r
+}
+
+impl Reconciliation {
+    /// The assertions every scenario shares: nothing answered 200 is
+    /// missing, every duplicate is a client retry, nothing foreign.
+    pub fn assert_no_loss(&self) {
+        eprintln!("{}", self.markdown());
+        assert!(self.acked > 0, "{}: no batch was ever acknowledged", self.scenario);
+        assert!(self.lost.is_empty(), "{}: {} acknowledged ids lost: {:?}", self.scenario, self.lost.len(), self.lost);
+        assert!(
+            self.unexplained_duplicates.is_empty(),
+            "{}: duplicates without a client retry: {:?}",
+            self.scenario,
+            self.unexplained_duplicates
+        );
+        assert_eq!(self.foreign, 0, "{}: stored ids that were never sent", self.scenario);
+    }
+
+    pub fn markdown(&self) -> String {
+        let mut s = String::new();
+        let requests: Vec<String> = self.requests.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        let secs = |d: Duration| format!("{:.1} s", d.as_secs_f64());
+        let _ = writeln!(s, "### {}\n\n{}\n", self.scenario, self.injected);
+        let _ = writeln!(s, "| measure | value |\n| --- | --- |");
+        let _ = writeln!(s, "| requests by answer | {} |", requests.join(", "));
+        let _ = writeln!(s, "| events sent (unique ids) | {} |", self.events_sent);
+        let _ = writeln!(s, "| answered 200 | {} |", self.acked);
+        let _ = writeln!(s, "| **answered 200 and missing from Kafka (lost)** | **{}** |", self.lost.len());
+        let _ = writeln!(
+            s,
+            "| ids stored more than once | {} ({} extra copies; {} without a client retry) |",
+            self.duplicates,
+            self.extra_copies,
+            self.unexplained_duplicates.len()
+        );
+        let _ = writeln!(
+            s,
+            "| never answered 200, present / absent | {} / {} |",
+            self.unacked_present, self.unacked_absent
+        );
+        let recovery = self.recovery.map_or("-".into(), secs);
+        let _ = writeln!(s, "| first 200 after the fault ended | {recovery} |");
+        let _ = writeln!(s, "| longest stretch without a 200 | {} |", secs(self.longest_gap));
+        let _ = writeln!(s, "| peak memory | {} |", self.peak_rss);
+        for note in &self.notes {
+            let _ = writeln!(s, "\n{note}");
+        }
+        s
+    }
+
+    /// Writes the section for scripts/faults to assemble into RELIABILITY.md.
+    pub fn write(&self, file: &str) {
+        let dir = std::env::var("FAULTS_REPORT_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|_| crate::common::repo_root().join("target/faults-report"));
+        std::fs::create_dir_all(&dir).expect("report dir");
+        std::fs::write(dir.join(format!("{file}.md")), self.markdown()).expect("write report");
+    }
+}
