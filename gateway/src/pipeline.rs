@@ -59,6 +59,8 @@ pub struct Admission<'a> {
     pub kafka: &'a KafkaConfig,
     /// When the gateway received the request.
     pub received_at: DateTime<Utc>,
+    /// `received_at` formatted once per request, not once per event.
+    pub received_at_text: &'a str,
     /// The batch's `sentAt`, if any; an event's own `sentAt` wins.
     pub sent_at: Option<&'a str>,
     /// How the request authenticated, carried as the `auth` header.
@@ -90,7 +92,7 @@ impl Admission<'_> {
         let Value::Object(mut event) = event else {
             return reject(None, "event_not_object", "each event in `batch` must be a JSON object".into());
         };
-        let size = serde_json::to_vec(&event).map_or(usize::MAX, |v| v.len());
+        let size = compact_size(&event);
         if size > self.max_event_bytes {
             let id = event.get("messageId").and_then(Value::as_str).map(str::to_owned);
             let message = format!("the event is {size} bytes; at most {} are accepted", self.max_event_bytes);
@@ -109,15 +111,21 @@ impl Admission<'_> {
         if let Some(subject) = self.subject {
             event.insert("userId".into(), Value::String(subject.to_owned()));
         }
-        let original = Value::Object(event.clone());
-        let verdict = match self.route(&original) {
-            Ok(route) => match self.enrich(&mut event) {
-                Ok(()) => Verdict::Accept(self.record(&route, &message_id, Value::Object(event))),
-                Err(message) => self.dead_letter(&original, &message_id, "invalid_timestamp", message, Vec::new()),
+        // No copy of the event is made: enrichment only mutates it once every
+        // check has passed, so a refused event is still the one received.
+        let event = Value::Object(event);
+        let verdict = match self.route(&event) {
+            Ok(route) => match self.corrected_timestamp(&event) {
+                Ok(timestamp) => {
+                    let Value::Object(mut map) = event else { unreachable!("built as an object above") };
+                    self.enrich(&mut map, timestamp);
+                    Verdict::Accept(self.record(&route, &message_id, Value::Object(map)))
+                }
+                Err(message) => self.dead_letter(&event, &message_id, "invalid_timestamp", message, Vec::new()),
             },
             Err(Refusal::Reject(code, message)) => Verdict::Reject { code, message },
             Err(Refusal::DeadLetter(code, message, errors)) => {
-                self.dead_letter(&original, &message_id, code, message, errors)
+                self.dead_letter(&event, &message_id, code, message, errors)
             }
         };
         Planned { message_id: Some(message_id), verdict }
@@ -209,11 +217,10 @@ impl Admission<'_> {
         })
     }
 
-    /// Adds `receivedAt` and corrects `timestamp` for the device's clock skew
-    /// (the offset between its `sentAt` and our `receivedAt`).
-    fn enrich(&self, event: &mut Map<String, Value>) -> Result<(), String> {
+    /// `timestamp` corrected for the device's clock skew (the offset between
+    /// its `sentAt` and our `receivedAt`); `receivedAt` when it sent none.
+    fn corrected_timestamp(&self, event: &Value) -> Result<DateTime<Utc>, String> {
         let received = self.received_at;
-        event.insert("receivedAt".into(), Value::String(format_time(received)));
         let sent_at = event.get("sentAt").and_then(Value::as_str).or(self.sent_at);
         let sent_at = sent_at.and_then(|s| DateTime::parse_from_rfc3339(s).ok()).map(|t| t.with_timezone(&Utc));
         let timestamp = match event.get("timestamp") {
@@ -225,17 +232,22 @@ impl Admission<'_> {
             ),
             Some(_) => return Err("`timestamp` must be an ISO 8601 string".into()),
         };
-        let corrected = match (timestamp, sent_at) {
+        Ok(match (timestamp, sent_at) {
             (Some(ts), Some(sent)) => ts + (received - sent),
             (Some(ts), None) => ts,
             (None, _) => received,
-        };
+        })
+    }
+
+    /// Adds `receivedAt`, the corrected `timestamp` (keeping the client's as
+    /// `originalTimestamp`) and the client context.
+    fn enrich(&self, event: &mut Map<String, Value>, corrected: DateTime<Utc>) {
+        event.insert("receivedAt".into(), Value::String(self.received_at_text.to_owned()));
         if let Some(original) = event.remove("timestamp") {
             event.insert("originalTimestamp".into(), original);
         }
         event.insert("timestamp".into(), Value::String(format_time(corrected)));
         self.enrich_context(event);
-        Ok(())
     }
 
     /// `context.ip` and `context.userAgent`, unless the client reported its
@@ -264,7 +276,7 @@ impl Admission<'_> {
         let mut headers = vec![
             ("event-id", message_id.to_owned()),
             ("source", self.source.id.clone()),
-            ("received-at", format_time(self.received_at)),
+            ("received-at", self.received_at_text.to_owned()),
             ("auth", self.auth_method.to_owned()),
         ];
         if let Some(route) = route {
@@ -297,7 +309,7 @@ impl Admission<'_> {
             "message": message,
             "errors": errors,
             "source": self.source.id,
-            "receivedAt": format_time(self.received_at),
+            "receivedAt": self.received_at_text,
             "messageId": message_id,
             "event": original,
         });
@@ -347,6 +359,25 @@ fn user_key(event: &Value) -> Option<String> {
     ["userId", "anonymousId"]
         .iter()
         .find_map(|f| event.get(*f).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned))
+}
+
+/// Length of `event` as compact JSON, counted without building the text.
+fn compact_size(event: &Map<String, Value>) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    match serde_json::to_writer(&mut counter, event) {
+        Ok(()) => counter.0,
+        Err(_) => usize::MAX,
+    }
 }
 
 /// RFC 3339 with milliseconds and `Z`, the format of every time we write.

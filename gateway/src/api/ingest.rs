@@ -93,11 +93,14 @@ pub async fn ingest(
     endpoint: &'static str,
 ) -> Result<BatchAnswer, ApiError> {
     let source = &principal.source;
+    let received_at = (state.clock)();
+    let received_at_text = crate::pipeline::format_time(received_at);
     let admission = Admission {
         catalog: &state.catalog,
         source,
         kafka: &state.config.kafka,
-        received_at: (state.clock)(),
+        received_at,
+        received_at_text: &received_at_text,
         sent_at: request.sent_at.as_deref(),
         auth_method: principal.method,
         subject: principal.subject.as_deref(),

@@ -55,10 +55,19 @@ pub async fn produce(
     deadline: Duration,
     retry_after: u64,
 ) -> Result<BatchAnswer, ApiError> {
+    let mut planned = planned;
+    // Move each record out to the producer, leaving only its topic behind for
+    // the answer: payloads are never copied.
     let records: Vec<OutRecord> = planned
-        .iter()
-        .filter_map(|p| match &p.verdict {
-            Verdict::Accept(record) | Verdict::DeadLetter { record, .. } => Some(record.clone()),
+        .iter_mut()
+        .filter_map(|p| match &mut p.verdict {
+            Verdict::Accept(record) | Verdict::DeadLetter { record, .. } => {
+                let topic = record.topic.clone();
+                Some(std::mem::replace(
+                    record,
+                    OutRecord { topic, key: String::new(), payload: Vec::new(), headers: Vec::new() },
+                ))
+            }
             Verdict::Reject { .. } => None,
         })
         .collect();

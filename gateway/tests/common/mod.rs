@@ -52,6 +52,7 @@ impl TestGateway {
         gateway::topics::ensure(&state.catalog, &state.config.kafka).await.unwrap_or_else(|e| {
             panic!("cannot reach Kafka at {}: {e}; run scripts/kafka start", state.config.kafka.brokers)
         });
+        snapshot_ends(&state.config.kafka.brokers, &all_topics(&state));
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind port 0");
         let url = format!("http://{}", listener.local_addr().expect("local addr"));
         let server = gateway::serve(Arc::clone(&state), listener).expect("server starts");
@@ -102,8 +103,43 @@ pub struct Consumed {
     pub value: Value,
 }
 
-/// Every record of `topic` from the beginning to the current end, read by
-/// partition assignment (no consumer group, so tests do not interfere).
+/// Where each partition ended when this test process started its first
+/// gateway: records before that cannot be any test's, so reads skip them
+/// (a developer's broker may hold millions from earlier runs or benchmarks).
+static START_OFFSETS: std::sync::OnceLock<std::sync::Mutex<HashMap<(String, String, i32), i64>>> =
+    std::sync::OnceLock::new();
+
+fn snapshot_ends(brokers: &str, topics: &[String]) {
+    let offsets = START_OFFSETS.get_or_init(Default::default);
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", "eventgw-tests-unused")
+        .create()
+        .expect("consumer");
+    for topic in topics {
+        let Ok(metadata) = consumer.fetch_metadata(Some(topic), Duration::from_secs(10)) else { continue };
+        for p in metadata.topics().iter().flat_map(|t| t.partitions()) {
+            let key = (brokers.to_owned(), topic.clone(), p.id());
+            if offsets.lock().expect("lock").contains_key(&key) {
+                continue;
+            }
+            if let Ok((_, high)) = consumer.fetch_watermarks(topic, p.id(), Duration::from_secs(10)) {
+                offsets.lock().expect("lock").entry(key).or_insert(high);
+            }
+        }
+    }
+}
+
+fn start_offset(brokers: &str, topic: &str, partition: i32) -> i64 {
+    START_OFFSETS
+        .get()
+        .and_then(|m| m.lock().ok().and_then(|m| m.get(&(brokers.to_owned(), topic.to_owned(), partition)).copied()))
+        .unwrap_or(0)
+}
+
+/// Every record of `topic` written since this process's first gateway
+/// started, read by partition assignment (no consumer group, so tests do
+/// not interfere).
 pub fn read_topic(brokers: &str, topic: &str) -> Vec<Consumed> {
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", brokers)
@@ -119,6 +155,7 @@ pub fn read_topic(brokers: &str, topic: &str) -> Vec<Consumed> {
     let mut ends = HashMap::new();
     for p in &partitions {
         let (low, high) = consumer.fetch_watermarks(topic, *p, Duration::from_secs(10)).expect("watermarks");
+        let low = low.max(start_offset(brokers, topic, *p));
         if high > low {
             assignment.add_partition_offset(topic, *p, Offset::Offset(low)).expect("assign");
             ends.insert(*p, high);
