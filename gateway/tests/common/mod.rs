@@ -106,8 +106,10 @@ pub struct Consumed {
 /// Where each partition ended when this test process started its first
 /// gateway: records before that cannot be any test's, so reads skip them
 /// (a developer's broker may hold millions from earlier runs or benchmarks).
-static START_OFFSETS: std::sync::OnceLock<std::sync::Mutex<HashMap<(String, String, i32), i64>>> =
-    std::sync::OnceLock::new();
+static START_OFFSETS: std::sync::OnceLock<std::sync::Mutex<HashMap<PartitionOf, i64>>> = std::sync::OnceLock::new();
+
+/// Brokers, topic and partition.
+type PartitionOf = (String, String, i32);
 
 fn snapshot_ends(brokers: &str, topics: &[String]) {
     let offsets = START_OFFSETS.get_or_init(Default::default);
