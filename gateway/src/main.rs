@@ -10,6 +10,12 @@ use anyhow::Context;
 use gateway::config::Config;
 use gateway::{AppState, topics};
 
+/// Every request allocates and frees many small objects across worker
+/// threads; mimalloc measured markedly faster than glibc's malloc here
+/// (malloc and free were a fifth of the gateway's CPU profile).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const USAGE: &str = "usage: gateway [serve|topics|check-config] [--config FILE]
   serve         run the HTTP gateway (default)
   topics        create the catalog's and the gateway's topics where missing
