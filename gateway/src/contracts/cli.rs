@@ -48,7 +48,7 @@ pub fn schemas_check(dir: &Path) -> anyhow::Result<Report> {
         }
         Err(error) => {
             ok = false;
-            text.push_str(&format!("FAIL  {error}\n"));
+            text.push_str(&format!("FAIL  the gateway would refuse this catalog: {error}\n"));
         }
     }
     Ok(Report { text, ok })
