@@ -184,6 +184,41 @@ impl EventType {
     }
 }
 
+/// An event checked under its event's rollout: routable, possibly with
+/// schema violations that the rollout waives.
+#[derive(Debug)]
+pub struct Checked<'a> {
+    /// The schema version used.
+    pub schema: &'a EventSchema,
+    /// The partition key.
+    pub key: String,
+    /// Schema violations let through because the rollout is `observe` or
+    /// `warn`; empty when the event conforms.
+    pub waived: Vec<SchemaViolation>,
+}
+
+impl EventType {
+    /// As [`EventType::check`], but under the `observe` and `warn` rollouts
+    /// a schema violation is waived: the event is returned routable with
+    /// the violations listed, for the gateway to count (and, under `warn`,
+    /// tag). An unknown pinned version or a missing key is never waived:
+    /// without them the event cannot be routed or keyed at all.
+    pub fn check_rollout(&self, event: &Value, pinned: Option<u32>) -> Result<Checked<'_>, Violation> {
+        match self.check(event, pinned) {
+            Ok((schema, key)) => Ok(Checked { schema, key, waived: Vec::new() }),
+            Err(Violation::Schema(errors)) if self.rollout != Rollout::Enforce => {
+                let schema = match pinned {
+                    Some(v) => self.version(v).unwrap_or_else(|| self.latest()),
+                    None => self.latest(),
+                };
+                let key = self.key.extract(event).ok_or_else(|| Violation::MissingKey(self.key.describe()))?;
+                Ok(Checked { schema, key, waived: errors })
+            }
+            Err(other) => Err(other),
+        }
+    }
+}
+
 impl EventSchema {
     /// The JSON Schema document as written.
     pub fn document(&self) -> &Value {

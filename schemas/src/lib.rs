@@ -14,7 +14,7 @@ mod key;
 pub mod loader;
 mod spec;
 
-pub use catalog::{Catalog, Domain, EventSchema, EventType, SchemaViolation, Violation};
+pub use catalog::{Catalog, Checked, Domain, EventSchema, EventType, SchemaViolation, Violation};
 pub use error::CatalogError;
 pub use key::KeyPath;
 pub use spec::{Compatibility, DomainSource, DomainSpec, EventSpec, Rollout, SchemaDocument, TopicSettings};

@@ -234,3 +234,34 @@ fn refuses_impossible_topic_settings() {
     });
     assert!(err.contains("crm/catalog.toml") && err.contains("min_insync_replicas cannot exceed"), "{err}");
 }
+
+#[test]
+fn observe_and_warn_waive_schema_violations_but_never_a_missing_key() {
+    let dir = scratch_copy("rollout");
+    let path = dir.join("billing/catalog.toml");
+    let text = fs::read_to_string(&path).expect("read");
+    let text = text.replace("schema = \"order_completed\"", "schema = \"order_completed\"\nrollout = \"warn\"");
+    let text = text.replace("schema = \"payment_captured\"", "schema = \"payment_captured\"\nrollout = \"observe\"");
+    fs::write(path, text).expect("write");
+    let catalog = load_catalog(&dir).expect("compiles");
+    let _ = fs::remove_dir_all(&dir);
+    let bad =
+        json!({"type": "track", "userId": "u1", "properties": {"order_id": "o-1", "total": -5, "currency": "EUR"}});
+    let order = catalog.event("Order Completed").expect("event");
+    assert_eq!(order.rollout(), Rollout::Warn);
+    let checked = order.check_rollout(&bad, None).expect("warn waives the violation");
+    assert_eq!((checked.key.as_str(), checked.schema.version), ("o-1", 1));
+    assert_eq!(checked.waived.len(), 1);
+    assert_eq!(checked.waived[0].path, "/properties/total");
+    let payment = catalog.event("Payment Captured").expect("event");
+    assert_eq!(payment.rollout(), Rollout::Observe);
+    let unkeyed = json!({"type": "track", "userId": "u1", "properties": {"amount": "x"}});
+    assert!(matches!(payment.check_rollout(&unkeyed, None), Err(Violation::MissingKey(_))));
+    // The shipped catalog enforces: the same event is refused.
+    let shipped = shipped();
+    let enforced = shipped.event("Order Completed").expect("event");
+    assert!(matches!(enforced.check_rollout(&bad, None), Err(Violation::Schema(_))));
+    let good =
+        json!({"type": "track", "userId": "u1", "properties": {"order_id": "o-1", "total": 5, "currency": "EUR"}});
+    assert!(enforced.check_rollout(&good, None).expect("valid").waived.is_empty());
+}
