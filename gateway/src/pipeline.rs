@@ -3,7 +3,7 @@
 //! [`Verdict`] per event; nothing here touches the network.
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use eventgw_schemas::{Catalog, SchemaViolation, Violation};
+use eventgw_schemas::{Catalog, Rollout, SchemaViolation, Violation};
 use serde_json::{Map, Value, json};
 
 use crate::auth::Source;
@@ -74,6 +74,8 @@ pub struct Admission<'a> {
     pub clients: &'a ClientResolver,
     /// Largest event accepted, as compact JSON.
     pub max_event_bytes: usize,
+    /// Where contract violations are counted, by schema and rollout.
+    pub metrics: &'a crate::telemetry::Metrics,
 }
 
 /// The contract an event is checked against: a catalog event, an identity
@@ -84,7 +86,14 @@ struct Route {
     schema: String,
     version: String,
     name: String,
+    /// Under the `warn` rollout, the waived violations for the
+    /// `contract-warning` header.
+    warning: Option<String>,
 }
+
+/// Longest `contract-warning` header value; the full reasons are in the
+/// schema, the header only has to say what to look for.
+pub const MAX_WARNING_BYTES: usize = 1024;
 
 impl Admission<'_> {
     /// Decides one event's fate.
@@ -164,13 +173,27 @@ impl Admission<'_> {
                 }
             },
         };
-        let (schema, key) = event_type.check(event, pinned).map_err(|v| violation(&name, v))?;
+        let schema_name = format!("{}/{}", event_type.domain, event_type.schema);
+        let rollout = event_type.rollout();
+        let checked = event_type.check_rollout(event, pinned).map_err(|v| {
+            if matches!(v, Violation::Schema(_)) {
+                self.metrics.contract_violations.with_label_values(&[&schema_name, rollout.as_str()]).inc();
+            }
+            violation(&name, v)
+        })?;
+        let warning = if checked.waived.is_empty() {
+            None
+        } else {
+            self.metrics.contract_violations.with_label_values(&[&schema_name, rollout.as_str()]).inc();
+            (rollout == Rollout::Warn).then(|| warning_text(&checked.waived))
+        };
         Ok(Route {
             topic: event_type.topic.clone(),
-            key,
-            schema: format!("{}/{}", event_type.domain, event_type.schema),
-            version: schema.version.to_string(),
+            key: checked.key,
+            schema: schema_name,
+            version: checked.schema.version.to_string(),
             name,
+            warning,
         })
     }
 
@@ -186,6 +209,7 @@ impl Admission<'_> {
                 schema: "unclassified".into(),
                 version: "0".into(),
                 name: name.to_owned(),
+                warning: None,
             }),
         }
     }
@@ -214,6 +238,7 @@ impl Admission<'_> {
             schema: format!("identity/{kind}"),
             version: "1".into(),
             name: kind.to_owned(),
+            warning: None,
         })
     }
 
@@ -283,6 +308,9 @@ impl Admission<'_> {
             headers.push(("event-name", route.name.clone()));
             headers.push(("schema", route.schema.clone()));
             headers.push(("schema-version", route.version.clone()));
+            if let Some(warning) = &route.warning {
+                headers.push(("contract-warning", warning.clone()));
+            }
         }
         headers
     }
@@ -359,6 +387,20 @@ fn user_key(event: &Value) -> Option<String> {
     ["userId", "anonymousId"]
         .iter()
         .find_map(|f| event.get(*f).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned))
+}
+
+/// The waived violations as one header value, `path: message; ...`, cut
+/// at [`MAX_WARNING_BYTES`] on a character boundary.
+fn warning_text(waived: &[SchemaViolation]) -> String {
+    let mut text = waived.iter().map(|v| format!("{}: {}", v.path, v.message)).collect::<Vec<_>>().join("; ");
+    if text.len() > MAX_WARNING_BYTES {
+        let mut cut = MAX_WARNING_BYTES;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+    }
+    text
 }
 
 /// Length of `event` as compact JSON, counted without building the text.

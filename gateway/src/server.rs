@@ -31,6 +31,7 @@ pub fn serve(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Ser
     let header_timeout = Duration::from_millis(s.header_timeout_ms);
     let keep_alive = Duration::from_secs(s.keep_alive_secs);
     actix_web::rt::spawn(clean_quotas(Arc::clone(&state)));
+    let site = crate::contracts::site::Site::for_catalog(&state.catalog, &state.config.catalog.dir);
     let data = web::Data::from(state);
     let server = HttpServer::new(move || {
         App::new()
@@ -42,6 +43,7 @@ pub fn serve(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Ser
             .route("/healthz", web::get().to(api::health::healthz))
             .route("/readyz", web::get().to(api::health::readyz))
             .route("/metrics", web::get().to(api::metrics::metrics))
+            .service(crate::contracts::site::scope(site.clone()))
             .default_service(web::to(not_found))
     })
     .workers(workers)
@@ -109,6 +111,9 @@ fn preflight(state: &AppState, origin: Option<&header::HeaderValue>) -> HttpResp
 /// The path of a matched route (a fixed set), or `other`.
 fn endpoint_label(req: &ServiceRequest) -> String {
     let path = req.path();
+    if path == "/catalog" || path.starts_with("/catalog/") {
+        return "/catalog".to_owned();
+    }
     let known = ["/v1/batch", "/v1/pixel.gif", "/healthz", "/readyz", "/metrics"].contains(&path)
         || api::batch::SINGLE_KINDS.iter().any(|k| path.strip_prefix("/v1/") == Some(k));
     if known { path.to_owned() } else { "other".to_owned() }

@@ -17,6 +17,8 @@ pub struct Metrics {
     pub dead_letters: IntCounterVec,
     /// Requests answered with an error, by code.
     pub rejected_requests: IntCounterVec,
+    /// Events breaking their contract, by schema and rollout (observe, warn, enforce).
+    pub contract_violations: IntCounterVec,
     /// Seconds from handing a request's records to the producer to the last acknowledgement.
     pub produce_latency: Histogram,
     /// Records the producer holds that Kafka has not acknowledged yet.
@@ -42,6 +44,11 @@ impl Metrics {
         let dead_letters = counter("eventgw_dead_letters_total", "Dead-lettered events by reason.", &["reason"]);
         let rejected_requests =
             counter("eventgw_rejected_requests_total", "Requests answered with an error, by code.", &["code"]);
+        let contract_violations = counter(
+            "eventgw_contract_violations_total",
+            "Events breaking their schema, by schema and rollout.",
+            &["schema", "rollout"],
+        );
         let buckets = vec![0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
         let produce_latency = Histogram::with_opts(
             HistogramOpts::new("eventgw_produce_latency_seconds", "Time until Kafka acknowledged a request's records.")
@@ -52,7 +59,16 @@ impl Metrics {
         let queue_depth = IntGauge::new("eventgw_producer_queue_depth", "Records not yet acknowledged by Kafka.")
             .expect("static gauge");
         registry.register(Box::new(queue_depth.clone())).expect("registered once");
-        Self { registry, requests, events, dead_letters, rejected_requests, produce_latency, queue_depth }
+        Self {
+            registry,
+            requests,
+            events,
+            dead_letters,
+            rejected_requests,
+            contract_violations,
+            produce_latency,
+            queue_depth,
+        }
     }
 
     /// Everything in the Prometheus text format.

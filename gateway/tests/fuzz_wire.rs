@@ -165,6 +165,7 @@ fn event_validation_never_panics_and_ids_travel_as_headers() {
         client: &client,
         clients: &state.clients,
         max_event_bytes: state.config.limits.max_event_bytes,
+        metrics: &state.metrics,
     };
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig { cases: 512, ..ProptestConfig::default() });
     runner

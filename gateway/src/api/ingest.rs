@@ -107,6 +107,7 @@ pub async fn ingest(
         client: &gate.client,
         clients: &state.clients,
         max_event_bytes: state.config.limits.max_event_bytes,
+        metrics: &state.metrics,
     };
     let planned: Vec<_> = request.events.into_iter().map(|event| admission.admit(event)).collect();
     let refused = planned.iter().filter(|p| !matches!(p.verdict, Verdict::Accept(_))).count();
