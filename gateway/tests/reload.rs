@@ -48,17 +48,15 @@ async fn start(config: &Path, port: u16, log: PathBuf) -> Running {
         .stderr(std::fs::File::create(&log).expect("log file"))
         .spawn()
         .expect("gateway starts");
-    let url = format!("http://127.0.0.1:{port}");
+    // Owned before waiting, so a failed start still kills the process.
+    let running = Running { child, url: format!("http://127.0.0.1:{port}"), log };
     let deadline = Instant::now() + Duration::from_secs(30);
-    while client().get(format!("{url}/healthz")).send().await.is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "gateway did not start: {}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
+    while client().get(format!("{}/healthz", running.url)).send().await.is_err() {
+        let log = std::fs::read_to_string(&running.log).unwrap_or_default();
+        assert!(Instant::now() < deadline, "gateway did not start: {log}");
         actix_web::rt::time::sleep(Duration::from_millis(100)).await;
     }
-    Running { child, url, log }
+    running
 }
 
 async fn status_with(gw: &Running, key: &str) -> u16 {
