@@ -41,6 +41,17 @@ struct Suite {
 }
 
 impl Suite {
+    /// The same settings with an empty report, for warm-up runs.
+    fn clone_settings(&self) -> Self {
+        Self {
+            client: self.client.clone(),
+            seconds: self.seconds,
+            p99_bound_ms: self.p99_bound_ms,
+            catalog: self.catalog.clone(),
+            report: String::new(),
+        }
+    }
+
     fn workload(&self, batch: usize, gzip: bool) -> anyhow::Result<Arc<Workload>> {
         Ok(Arc::new(Workload::from_catalog(&self.catalog, batch, gzip, 10_000)?))
     }
@@ -121,8 +132,15 @@ pub async fn suite(args: &Args) -> anyhow::Result<()> {
     let key = Auth::WriteKey(args.get("key", "demo-write-key".to_owned())?);
     let _ = writeln!(s.report, "| measure | gateway | ceiling | ratio | target |\n| --- | --- | --- | --- | --- |");
 
-    // 1. Single-event requests against the HTTP ceiling.
+    // 0. Warm-up: a fresh broker is still loading its coordinators and the
+    // producers have no idempotence PID yet; measuring through that would
+    // stop a search at its first step.
     let single = s.workload(1, false)?;
+    let warm = Suite { seconds: 3.0, ..s.clone_settings() };
+    warm.http(&gateway, 200.0, Arc::clone(&single), &key).await;
+    warm.http(&ceiling, 200.0, Arc::clone(&single), &key).await;
+
+    // 1. Single-event requests against the HTTP ceiling.
     let (gw_max, gw_best) =
         s.search("gateway, single events", 500.0, |r| s.http(&gateway, r, Arc::clone(&single), &key)).await;
     let (http_max, _) =
@@ -138,6 +156,7 @@ pub async fn suite(args: &Args) -> anyhow::Result<()> {
     // 2. Batched events against the Kafka ceiling.
     kafka_ceiling::ensure_topic(&brokers, "loadtest.ceiling", 6).await?;
     let producer = kafka_ceiling::producer(&brokers)?;
+    kafka_run(&warm, &producer, 20.0, s.workload(50, false)?).await;
     let batched = s.workload(50, false)?;
     let (gwb_max, _) =
         s.search("gateway, batches of 50", 20.0, |r| s.http(&gateway, r, Arc::clone(&batched), &key)).await;
