@@ -170,6 +170,24 @@ pub async fn suite(args: &Args) -> anyhow::Result<()> {
         "≥ 0.5",
     );
 
+    // 2b. Where the CPU goes at the batched maximum: the gap to the Kafka
+    // ceiling is explained by CPU per event on a machine whose cores the
+    // generator, the gateway and the broker share.
+    let pids = (args.get::<u32>("gateway-pid", 0)?, args.get::<u32>("broker-pid", 0)?);
+    let rate = gwb_max.max(1.0);
+    let (gw_cpu, gw_events) = cpu_during(pids, || s.http(&gateway, rate, Arc::clone(&batched), &key)).await;
+    let (kafka_cpu, kafka_events) = cpu_during(pids, || kafka_run(&s, &producer, rate, Arc::clone(&batched))).await;
+    let per_event = |cpu: Option<f64>, events: f64| {
+        cpu.map_or("n/a".to_owned(), |c| format!("{:.1} µs", c * 1e6 / events.max(1.0)))
+    };
+    s.row(
+        &format!("CPU per event at {:.0} events/s: gateway process / broker", rate * 50.0),
+        format!("{} / {}", per_event(gw_cpu.0, gw_events), per_event(gw_cpu.1, gw_events)),
+        format!("– / {} (Kafka ceiling's broker)", per_event(kafka_cpu.1, kafka_events)),
+        "–".into(),
+        "explains the gap",
+    );
+
     // 3. Latency at half the gateway's batched maximum, against Kafka's at the same rate.
     let half = (gwb_max / 2.0).max(1.0);
     let gw_half = s.http(&gateway, half, Arc::clone(&batched), &key).await;
@@ -237,6 +255,21 @@ pub async fn suite(args: &Args) -> anyhow::Result<()> {
     write_report(&out, &s, &gw_best, &profile, &variants, &e2e_line, &memory_lines)?;
     eprintln!("wrote {}", out.display());
     Ok(())
+}
+
+/// CPU seconds the gateway and the broker used while `run` ran, and the
+/// events it got acknowledged.
+async fn cpu_during<F, Fut>(pids: (u32, u32), run: F) -> ((Option<f64>, Option<f64>), f64)
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = RunResult>,
+{
+    let read = |pid: u32| if pid == 0 { None } else { memory::cpu_seconds(pid) };
+    let before = (read(pids.0), read(pids.1));
+    let result = run().await;
+    let after = (read(pids.0), read(pids.1));
+    let delta = |a: Option<f64>, b: Option<f64>| Some(b? - a?);
+    ((delta(before.0, after.0), delta(before.1, after.1)), (result.ok * result.batch as u64) as f64)
 }
 
 async fn kafka_run(s: &Suite, producer: &FutureProducer, rate: f64, workload: Arc<Workload>) -> RunResult {
