@@ -435,44 +435,35 @@ impl Config {
 /// Sets `segments` in `table` to `raw`, read as a TOML value when it parses
 /// as one (numbers, booleans, arrays) and as a string otherwise.
 fn apply_override(table: &mut toml::Table, segments: &[String], raw: &str) -> Result<(), String> {
-    let value = parse_scalar(raw);
-    let (last, parents) = segments.split_last().ok_or("empty key")?;
-    let mut node = table;
-    for (i, segment) in parents.iter().enumerate() {
-        let entry = node.entry(segment.clone()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        node = match entry {
-            toml::Value::Table(t) => t,
-            toml::Value::Array(items) => {
-                let index: usize =
-                    segments.get(i + 1).and_then(|s| s.parse().ok()).ok_or("arrays are indexed by number")?;
-                return set_in_array(items, index, &segments[i + 2..], value);
+    set_path(table, segments, parse_scalar(raw))
+}
+
+fn set_path(table: &mut toml::Table, segments: &[String], value: toml::Value) -> Result<(), String> {
+    let (first, rest) = segments.split_first().ok_or("empty key")?;
+    if rest.is_empty() {
+        table.insert(first.clone(), value);
+        return Ok(());
+    }
+    let node = table.entry(first.clone()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    set_below(node, first, rest, value)
+}
+
+/// Sets `rest` below `node`, which a table key or an array index named `name`.
+fn set_below(node: &mut toml::Value, name: &str, rest: &[String], value: toml::Value) -> Result<(), String> {
+    match node {
+        toml::Value::Table(table) => set_path(table, rest, value),
+        toml::Value::Array(items) => {
+            let (index, rest) = rest.split_first().ok_or("arrays are indexed by number")?;
+            let i: usize = index.parse().map_err(|_| "arrays are indexed by number")?;
+            let item = items.get_mut(i).ok_or(format!("there is no element {i}"))?;
+            if rest.is_empty() {
+                *item = value;
+                Ok(())
+            } else {
+                set_below(item, index, rest, value)
             }
-            _ => return Err(format!("`{segment}` is not a table")),
-        };
-    }
-    node.insert(last.clone(), value);
-    Ok(())
-}
-
-fn set_in_array(items: &mut [toml::Value], index: usize, rest: &[String], value: toml::Value) -> Result<(), String> {
-    let item = items.get_mut(index).ok_or(format!("there is no element {index}"))?;
-    match (item, rest.is_empty()) {
-        (slot, true) => {
-            *slot = value;
-            Ok(())
         }
-        (toml::Value::Table(t), false) => {
-            let raw = value_to_raw(&value);
-            apply_override(t, rest, &raw)
-        }
-        _ => Err(format!("element {index} is not a table")),
-    }
-}
-
-fn value_to_raw(value: &toml::Value) -> String {
-    match value {
-        toml::Value::String(s) => s.clone(),
-        other => other.to_string(),
+        _ => Err(format!("`{name}` is not a table")),
     }
 }
 

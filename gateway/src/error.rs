@@ -4,7 +4,7 @@
 
 use actix_web::http::StatusCode;
 use actix_web::http::header::{CACHE_CONTROL, RETRY_AFTER};
-use actix_web::{HttpResponse, ResponseError};
+use actix_web::{HttpResponse, HttpResponseBuilder, ResponseError};
 use serde::Serialize;
 
 /// Everything that stops a whole request.
@@ -209,6 +209,25 @@ impl ApiError {
     }
 }
 
+impl ApiError {
+    /// The status, headers (`Retry-After`, `RateLimit-*`, no-store) and
+    /// metrics code of this error's answer, for any body: JSON here, the
+    /// GIF for the pixel.
+    pub fn answer(&self) -> HttpResponseBuilder {
+        let mut answer = HttpResponse::build(self.status_code());
+        answer.insert_header((CACHE_CONTROL, "no-store"));
+        if let Some(seconds) = self.retry_after() {
+            answer.insert_header((RETRY_AFTER, seconds.to_string()));
+        }
+        if let Some((policy, state)) = self.rate_limit_headers() {
+            answer.insert_header(("RateLimit-Policy", policy));
+            answer.insert_header(("RateLimit", state));
+        }
+        answer.extensions_mut().insert(ErrorCode(self.code()));
+        answer
+    }
+}
+
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
         match self {
@@ -242,16 +261,7 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse {
-        let mut answer = HttpResponse::build(self.status_code());
-        answer.insert_header((CACHE_CONTROL, "no-store"));
-        if let Some(seconds) = self.retry_after() {
-            answer.insert_header((RETRY_AFTER, seconds.to_string()));
-        }
-        if let Some((policy, state)) = self.rate_limit_headers() {
-            answer.insert_header(("RateLimit-Policy", policy));
-            answer.insert_header(("RateLimit", state));
-        }
-        answer.extensions_mut().insert(ErrorCode(self.code()));
+        let mut answer = self.answer();
         if let Self::BatchRejected(_, events) = self {
             return answer.json(RejectedBatch { code: self.code(), message: self.to_string(), events });
         }

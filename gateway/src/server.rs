@@ -74,7 +74,7 @@ where
     let endpoint = endpoint_label(&req);
     if req.method() == Method::OPTIONS {
         let answer = preflight(&state, origin.as_ref());
-        count(&state, &endpoint, &answer);
+        count(&state, endpoint, &answer);
         return ready(Ok(req.into_response(answer))).boxed_local();
     }
     let call = service.call(req);
@@ -92,7 +92,7 @@ where
                 cors::vary_origin(response.headers_mut());
             }
         }
-        count(&state, &endpoint, response.response());
+        count(&state, endpoint, response.response());
         Ok(response)
     }
     .boxed_local()
@@ -109,14 +109,25 @@ fn preflight(state: &AppState, origin: Option<&header::HeaderValue>) -> HttpResp
 }
 
 /// The path of a matched route (a fixed set), or `other`.
-fn endpoint_label(req: &ServiceRequest) -> String {
+fn endpoint_label(req: &ServiceRequest) -> &'static str {
+    const KNOWN: [&str; 11] = [
+        "/v1/batch",
+        "/v1/pixel.gif",
+        "/v1/track",
+        "/v1/page",
+        "/v1/screen",
+        "/v1/identify",
+        "/v1/group",
+        "/v1/alias",
+        "/healthz",
+        "/readyz",
+        "/metrics",
+    ];
     let path = req.path();
     if path == "/catalog" || path.starts_with("/catalog/") {
-        return "/catalog".to_owned();
+        return "/catalog";
     }
-    let known = ["/v1/batch", "/v1/pixel.gif", "/healthz", "/readyz", "/metrics"].contains(&path)
-        || api::batch::SINGLE_KINDS.iter().any(|k| path.strip_prefix("/v1/") == Some(k));
-    if known { path.to_owned() } else { "other".to_owned() }
+    KNOWN.iter().find(|k| **k == path).copied().unwrap_or("other")
 }
 
 fn count(state: &AppState, endpoint: &str, response: &HttpResponse) {

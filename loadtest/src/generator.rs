@@ -55,6 +55,22 @@ pub struct RunResult {
 }
 
 impl RunResult {
+    /// An empty result for `sent` requests of `batch` events each.
+    pub fn new(sent: u64, batch: usize) -> Self {
+        Self { sent, ok: 0, failed: BTreeMap::new(), latency_us: histogram(), elapsed: Duration::ZERO, batch }
+    }
+
+    /// One finished request: acknowledged after `latency`, or failed with
+    /// `status` (0 for transport errors and timeouts).
+    pub fn record(&mut self, acknowledged: bool, status: u16, latency: Duration) {
+        if acknowledged {
+            self.ok += 1;
+            let _ = self.latency_us.record((latency.as_micros() as u64).max(1));
+        } else {
+            *self.failed.entry(status).or_default() += 1;
+        }
+    }
+
     /// Answered-200 requests per second over the run.
     pub fn ok_per_sec(&self) -> f64 {
         self.ok as f64 / self.elapsed.as_secs_f64().max(1e-9)
@@ -81,14 +97,7 @@ pub fn histogram() -> Histogram<u64> {
 pub async fn run(client: &reqwest::Client, config: &RunConfig, workload: Arc<Workload>, start: Instant) -> RunResult {
     let total = (config.rate * config.duration.as_secs_f64()).round() as u64;
     let mut tasks = JoinSet::new();
-    let mut result = RunResult {
-        sent: total,
-        ok: 0,
-        failed: BTreeMap::new(),
-        latency_us: histogram(),
-        elapsed: Duration::ZERO,
-        batch: workload.batch,
-    };
+    let mut result = RunResult::new(total, workload.batch);
     let run_start = Instant::now();
     let offset = run_start.duration_since(start);
     for seq in 0..total {
@@ -111,25 +120,16 @@ pub async fn run(client: &reqwest::Client, config: &RunConfig, workload: Arc<Wor
         // what is in flight rather than by the run's length.
         while let Some(joined) = tasks.try_join_next() {
             if let Ok((status, latency)) = joined {
-                record(&mut result, status, latency);
+                result.record(status == 200, status, latency);
             }
         }
     }
     while let Some(joined) = tasks.join_next().await {
         let Ok((status, latency)) = joined else { continue };
-        record(&mut result, status, latency);
+        result.record(status == 200, status, latency);
     }
     result.elapsed = run_start.elapsed();
     result
-}
-
-fn record(result: &mut RunResult, status: u16, latency: Duration) {
-    if status == 200 {
-        result.ok += 1;
-        let _ = result.latency_us.record((latency.as_micros() as u64).max(1));
-    } else {
-        *result.failed.entry(status).or_default() += 1;
-    }
 }
 
 fn request(

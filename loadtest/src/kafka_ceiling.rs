@@ -9,7 +9,7 @@ use rdkafka::config::ClientConfig;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use tokio::task::JoinSet;
 
-use crate::generator::{RunResult, histogram};
+use crate::generator::RunResult;
 use crate::workload::Workload;
 
 /// A producer configured like the gateway's (idempotent, acks=all, lz4,
@@ -53,14 +53,7 @@ pub async fn run(
     workload: Arc<Workload>,
 ) -> RunResult {
     let total = (rate * duration.as_secs_f64()).round() as u64;
-    let mut result = RunResult {
-        sent: total,
-        ok: 0,
-        failed: Default::default(),
-        latency_us: histogram(),
-        elapsed: Duration::ZERO,
-        batch: workload.batch,
-    };
+    let mut result = RunResult::new(total, workload.batch);
     let mut tasks = JoinSet::new();
     let start = Instant::now();
     for seq in 0..total {
@@ -92,24 +85,15 @@ pub async fn run(
         });
         while let Some(joined) = tasks.try_join_next() {
             if let Ok(done) = joined {
-                tally(&mut result, done);
+                result.record(done.0, 0, done.1);
             }
         }
     }
     while let Some(joined) = tasks.join_next().await {
         if let Ok(done) = joined {
-            tally(&mut result, done);
+            result.record(done.0, 0, done.1);
         }
     }
     result.elapsed = start.elapsed();
     result
-}
-
-fn tally(result: &mut RunResult, (ok, latency): (bool, Duration)) {
-    if ok {
-        result.ok += 1;
-        let _ = result.latency_us.record((latency.as_micros() as u64).max(1));
-    } else {
-        *result.failed.entry(0).or_default() += 1;
-    }
 }

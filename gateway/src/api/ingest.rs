@@ -30,6 +30,13 @@ pub struct Gate {
 /// Lock-out, per-IP request quota and header credentials: all checked
 /// before the body is read, so refused requests cost no body.
 pub async fn open(req: &HttpRequest, state: &AppState) -> Result<Gate, ApiError> {
+    // Refused before any work: a request Kafka cannot take now costs no
+    // body read, parse or validation.
+    let depth = state.sink.queue_depth();
+    if u64::try_from(depth).unwrap_or(0) >= state.config.kafka.backpressure_threshold() {
+        tracing::warn!(depth, "Producer queue above its high-water mark; refusing with 503");
+        return Err(ApiError::Backpressure { retry_after: state.config.server.retry_after_secs });
+    }
     let client = state.clients.resolve(req);
     let auth = state.auth.load_full();
     auth.check_locked_out(client.ip)?;
@@ -116,11 +123,6 @@ pub async fn ingest(
         count_events(state, endpoint, &preview);
         return Err(ApiError::BatchRejected(refused, preview.events));
     }
-    let depth = state.sink.queue_depth();
-    if u64::try_from(depth).unwrap_or(0) >= state.config.kafka.backpressure_threshold() {
-        tracing::warn!(depth, "Producer queue above its high-water mark; refusing with 503");
-        return Err(ApiError::Backpressure { retry_after: state.config.server.retry_after_secs });
-    }
     let deadline = Duration::from_millis(state.config.server.request_timeout_ms);
     let started = Instant::now();
     let answer = outcome::produce(state.sink.as_ref(), planned, deadline, state.config.server.retry_after_secs).await?;
@@ -129,12 +131,29 @@ pub async fn ingest(
     Ok(answer)
 }
 
+/// Counts a request's events with one counter update per distinct label
+/// set, not one per event: a batch of 500 mostly shares one.
 fn count_events(state: &AppState, endpoint: &str, answer: &BatchAnswer) {
+    let mut events: Vec<((&str, &str), u64)> = Vec::new();
+    let mut dead: Vec<(&str, u64)> = Vec::new();
     for event in &answer.events {
-        let topic = event.topic.as_deref().unwrap_or("none");
-        state.metrics.events.with_label_values(&[endpoint, event.status, topic]).inc();
+        let labels = (event.status, event.topic.as_deref().unwrap_or("none"));
+        bump(&mut events, labels);
         if let ("invalid", Some(code)) = (event.status, event.code) {
-            state.metrics.dead_letters.with_label_values(&[code]).inc();
+            bump(&mut dead, code);
         }
+    }
+    for ((status, topic), n) in events {
+        state.metrics.events.with_label_values(&[endpoint, status, topic]).inc_by(n);
+    }
+    for (code, n) in dead {
+        state.metrics.dead_letters.with_label_values(&[code]).inc_by(n);
+    }
+}
+
+fn bump<K: PartialEq>(counts: &mut Vec<(K, u64)>, key: K) {
+    match counts.iter_mut().find(|(k, _)| *k == key) {
+        Some((_, n)) => *n += 1,
+        None => counts.push((key, 1)),
     }
 }

@@ -5,14 +5,14 @@
 
 use std::collections::HashMap;
 
-use actix_web::http::header::{CACHE_CONTROL, CONTENT_TYPE, EXPIRES, PRAGMA, RETRY_AFTER};
-use actix_web::{HttpRequest, HttpResponse, ResponseError, web};
+use actix_web::http::header::{CACHE_CONTROL, CONTENT_TYPE, EXPIRES, PRAGMA};
+use actix_web::{HttpRequest, HttpResponse, web};
 use base64::Engine;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 
 use crate::AppState;
 use crate::api::ingest;
-use crate::error::{ApiError, ErrorCode};
+use crate::error::ApiError;
 use crate::wire::{self, BatchRequest};
 
 /// The smallest transparent 1x1 GIF (43 bytes).
@@ -33,17 +33,9 @@ pub async fn pixel(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse
     match track(&req, &state).await {
         Ok(()) => gif(HttpResponse::Ok()),
         Err(error) => {
-            let mut answer = gif(HttpResponse::build(error.status_code()));
-            let headers = error.error_response();
-            if let Some(retry) = headers.headers().get(RETRY_AFTER) {
-                answer.headers_mut().insert(RETRY_AFTER, retry.clone());
-            }
-            answer.headers_mut().insert(
-                actix_web::http::header::HeaderName::from_static("x-eventgw-error"),
-                actix_web::http::header::HeaderValue::from_static(error.code()),
-            );
-            answer.extensions_mut().insert(ErrorCode(error.code()));
-            answer
+            let mut answer = error.answer();
+            answer.insert_header(("x-eventgw-error", error.code()));
+            gif(answer)
         }
     }
 }
