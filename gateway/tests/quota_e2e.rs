@@ -110,3 +110,40 @@ async fn a_hashed_write_key_authenticates_and_its_clear_text_is_nowhere_in_the_c
     assert_eq!(answer(send("billing-backend-key").await.expect("sent")).await.0, 401, "the old clear key is gone");
     gw.stop().await;
 }
+
+/// Issue 13: the example configuration had no quotas, so a flood from the
+/// public demo key was never refused. With the shipped `dev.toml` as it is,
+/// full batches are accepted until the source's burst is spent, then the
+/// flood gets 429 with `Retry-After`, and nothing of a refused batch lands.
+#[actix_web::test]
+async fn the_example_config_refuses_a_flood_from_the_demo_source() {
+    let cfg = config(&brokers());
+    let rate = cfg.quotas.source.expect("dev.toml sets a source quota");
+    let batch_len = cfg.limits.max_batch_events;
+    let gw = TestGateway::start(cfg).await;
+    let mut accepted_events = 0;
+    let mut first_ids = None;
+    let refused = loop {
+        let (ids, batch) = clicks(batch_len);
+        let request = client().post(format!("{}/v1/batch", gw.url)).basic_auth("demo-write-key", Some("")).json(&batch);
+        let (status, headers, body) = answer(request.send().await.expect("sent")).await;
+        if status == 429 {
+            assert_eq!(body["code"], "quota_exceeded", "{body}");
+            let retry: u64 = headers["retry-after"].to_str().expect("ascii").parse().expect("seconds");
+            assert!(retry >= 1, "Retry-After in whole seconds");
+            assert!(headers.contains_key("ratelimit"), "IETF RateLimit header");
+            break ids;
+        }
+        assert_eq!(status, 200, "{body}");
+        first_ids.get_or_insert(ids);
+        accepted_events += batch_len;
+        assert!(accepted_events <= 10 * rate.burst as usize, "a flood of {accepted_events} events was never refused");
+    };
+    assert!(accepted_events >= rate.burst as usize, "the whole burst ({}) is usable: {accepted_events}", rate.burst);
+    let landed = common::read_topic(&brokers(), "web.tracking");
+    let landed: std::collections::HashSet<&str> = landed.iter().map(|r| r.headers["event-id"].as_str()).collect();
+    assert!(refused.iter().all(|id| !landed.contains(id.as_str())), "nothing of the refused batch is produced");
+    let first = first_ids.expect("at least one batch before the quota");
+    assert!(first.iter().all(|id| landed.contains(id.as_str())), "every accepted event landed");
+    gw.stop().await;
+}

@@ -44,11 +44,7 @@ pub fn parse_time(text: &str) -> Option<DateTime<Utc>> {
 /// event's own `sentAt` wins. A `timestamp` that is not a date-time is the
 /// event's error (it is dead-lettered); a `sentAt` that is not one only
 /// stops the correction, whichever level it came from, and is flagged.
-pub fn event_time(
-    event: &Value,
-    batch_sent_at: Option<&str>,
-    received: DateTime<Utc>,
-) -> Result<EventTime, String> {
+pub fn event_time(event: &Value, batch_sent_at: Option<&str>, received: DateTime<Utc>) -> Result<EventTime, String> {
     let (field, value) = match (event.get("timestamp"), event.get("originalTimestamp")) {
         (Some(value), _) => ("timestamp", value),
         (None, Some(value)) => ("originalTimestamp", value),
@@ -119,13 +115,13 @@ mod tests {
     fn sdk_time_formats_parse_to_the_same_instant() {
         let instant = at("2026-12-02T10:00:00.123Z");
         for text in [
-            "2026-12-02T10:00:00.123Z",            // analytics-next, Swift, Java's Date adapter
-            "2026-12-02T10:00:00.123000000Z",      // Java Instant.toString, Go RFC3339Nano
-            "2026-12-02T11:00:00.123+01:00",       // Go and Python with a local offset
-            "2026-12-02T10:00:00.123000+00:00",    // Python isoformat()
-            "2026-12-02T11:00:00.123+0100",        // offsets without the colon
-            "2026-12-02 10:00:00.123Z",            // a space for the T
-            "2026-12-02t10:00:00.123z",            // lower case
+            "2026-12-02T10:00:00.123Z",         // analytics-next, Swift, Java's Date adapter
+            "2026-12-02T10:00:00.123000000Z",   // Java Instant.toString, Go RFC3339Nano
+            "2026-12-02T11:00:00.123+01:00",    // Go and Python with a local offset
+            "2026-12-02T10:00:00.123000+00:00", // Python isoformat()
+            "2026-12-02T11:00:00.123+0100",     // offsets without the colon
+            "2026-12-02 10:00:00.123Z",         // a space for the T
+            "2026-12-02t10:00:00.123z",         // lower case
         ] {
             assert_eq!(parse_time(text), Some(instant), "{text}");
         }
@@ -137,21 +133,26 @@ mod tests {
 
     #[test]
     fn skew_within_the_bound_is_corrected() {
-        let t = time(json!({"timestamp": "2026-06-01T12:59:55Z"}), Some("2026-06-01T13:00:00Z"), "2026-06-01T12:00:00Z");
+        let t =
+            time(json!({"timestamp": "2026-06-01T12:59:55Z"}), Some("2026-06-01T13:00:00Z"), "2026-06-01T12:00:00Z");
         assert_eq!(t, Ok(EventTime { timestamp: at("2026-06-01T11:59:55Z"), flag: None }));
-        let t = time(json!({"timestamp": "2026-06-02T11:59:00Z"}), Some("2026-06-02T12:00:00Z"), "2026-06-01T12:00:00Z");
+        let t =
+            time(json!({"timestamp": "2026-06-02T11:59:00Z"}), Some("2026-06-02T12:00:00Z"), "2026-06-01T12:00:00Z");
         assert_eq!(t, Ok(EventTime { timestamp: at("2026-06-01T11:59:00Z"), flag: None }), "exactly 24 h");
     }
 
     #[test]
     fn skew_beyond_the_bound_keeps_the_device_time_and_flags_it() {
-        let t = time(json!({"timestamp": "9999-12-31T23:59:59Z"}), Some("0001-01-01T00:00:00Z"), "2026-12-01T00:00:00Z");
+        let t =
+            time(json!({"timestamp": "9999-12-31T23:59:59Z"}), Some("0001-01-01T00:00:00Z"), "2026-12-01T00:00:00Z");
         assert_eq!(t, Ok(EventTime { timestamp: at("9999-12-31T23:59:59Z"), flag: Some(SKEW_EXCEEDED) }));
         assert_eq!(format_time(t.expect("time").timestamp), "9999-12-31T23:59:59.000Z");
-        let t = time(json!({"timestamp": "2026-06-02T12:00:01Z"}), Some("2026-06-02T12:00:01Z"), "2026-06-01T12:00:00Z");
+        let t =
+            time(json!({"timestamp": "2026-06-02T12:00:01Z"}), Some("2026-06-02T12:00:01Z"), "2026-06-01T12:00:00Z");
         assert_eq!(t.expect("time").flag, Some(SKEW_EXCEEDED), "one second past 24 h");
         // Within the bound, but the correction would leave four-digit years.
-        let t = time(json!({"timestamp": "9999-12-31T23:00:00Z"}), Some("2026-06-01T10:00:00Z"), "2026-06-01T12:00:00Z");
+        let t =
+            time(json!({"timestamp": "9999-12-31T23:00:00Z"}), Some("2026-06-01T10:00:00Z"), "2026-06-01T12:00:00Z");
         assert_eq!(t.expect("time").flag, Some(SKEW_EXCEEDED));
     }
 

@@ -155,7 +155,8 @@ mod tests {
 
     #[test]
     fn message_ids_must_be_printable_and_bounded() {
-        for good in ["a", "0194B2C4-6F1E-7A3B-9C2D-1E2F3A4B5C6D", "1733140800000-3e0c", &"x".repeat(MAX_MESSAGE_ID_LEN)] {
+        for good in ["a", "0194B2C4-6F1E-7A3B-9C2D-1E2F3A4B5C6D", "1733140800000-3e0c", &"x".repeat(MAX_MESSAGE_ID_LEN)]
+        {
             assert!(check_message_id(good).is_ok(), "{good:?}");
         }
         for bad in ["", " ", "a\nb", "a\0", "\t", " a", "a ", &"x".repeat(MAX_MESSAGE_ID_LEN + 1)] {

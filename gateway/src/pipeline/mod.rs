@@ -20,8 +20,8 @@ pub use self::clock::{
 };
 pub use self::enrichment::MAX_ENRICHMENT_BYTES;
 pub use self::envelope::{MAX_KEY_BYTES, MAX_MESSAGE_ID_LEN, check_message_id};
-pub use self::route::IDENTITY_DOMAIN;
 use self::record::{compact_size, warning_text};
+pub use self::route::IDENTITY_DOMAIN;
 use crate::auth::Source;
 use crate::config::KafkaConfig;
 use crate::enrich::{ClientInfo, ClientResolver};
@@ -146,7 +146,8 @@ impl Admission<'_> {
                 continue;
             }
             let decided = self.admit(event);
-            if dedupe && decided.verdict.is_produced()
+            if dedupe
+                && decided.verdict.is_produced()
                 && let Some(id) = &decided.message_id
             {
                 produced.entry(id.clone()).or_insert(index);

@@ -40,7 +40,12 @@ impl Admission<'_> {
         if let Some(flag) = time_flag {
             headers.push((CORRECTION_HEADER, flag.to_owned()));
         }
-        OutRecord { topic: route.topic.clone(), key: route.key.clone(), payload: event.to_string().into_bytes(), headers }
+        OutRecord {
+            topic: route.topic.clone(),
+            key: route.key.clone(),
+            payload: event.to_string().into_bytes(),
+            headers,
+        }
     }
 
     pub(super) fn dead_letter(
