@@ -165,8 +165,11 @@ async fn bad_credentials_and_malformed_json_are_refused_and_produce_nothing() {
 async fn write_key_in_body_works_and_missing_message_id_gets_a_uuid_v7() {
     let gw = TestGateway::start(config(&brokers())).await;
     let user = unique("body-key");
-    let body = json!({"writeKey": "demo-write-key", "sentAt": "2026-01-01T00:00:10Z", "batch": [
-        {"type": "page", "userId": user, "timestamp": "2026-01-01T00:00:00Z",
+    // The device's clock is an hour slow (within the 24 h correction bound).
+    let sent_at = chrono::Utc::now() - chrono::TimeDelta::hours(1);
+    let happened = (sent_at - chrono::TimeDelta::seconds(10)).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let body = json!({"writeKey": "demo-write-key", "sentAt": sent_at.to_rfc3339(), "batch": [
+        {"type": "page", "userId": user, "timestamp": happened,
          "properties": {"url": "https://shop.example/", "path": "/"}}
     ]});
     let response = reqwest::Client::new().post(format!("{}/v1/batch", gw.url)).json(&body).send().await.expect("sent");
@@ -178,7 +181,7 @@ async fn write_key_in_body_works_and_missing_message_id_gets_a_uuid_v7() {
     let found = find(&brokers(), "web.tracking", &id);
     assert_eq!(found.len(), 1);
     let value = &found[0].value;
-    assert_eq!(value["originalTimestamp"], "2026-01-01T00:00:00Z");
+    assert_eq!(value["originalTimestamp"], happened.as_str());
     // The device clock said it sent 10 s after the event; the event happened
     // 10 s before the gateway received it, by the gateway's clock.
     let received =
