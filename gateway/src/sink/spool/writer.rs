@@ -139,7 +139,7 @@ impl Writer {
             drop(index);
             let started = !self.shared.spooling.swap(true, Ordering::SeqCst);
             if started {
-                tracing::warn!(dir = %self.shared.dir.display(), "Spooling started: Kafka did not acknowledge in time");
+                tracing::warn!(dir = %self.shared.dir.display(), "Spooling started: new records go to the local spool until replay catches up");
             }
         } else if let Some(active) = index.segments.back_mut() {
             active.sealed = true;
