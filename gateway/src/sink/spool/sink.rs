@@ -13,7 +13,7 @@ use tokio::sync::oneshot;
 
 use super::replay::Replayer;
 use super::store::{Fate, Shared, now_ms};
-use super::writer::{Command, Writer};
+use super::writer::{Append, Command, Writer};
 use super::{SpoolConfig, SpoolError, format};
 use crate::sink::{Delivered, KafkaSink, OutRecord, Sink, SinkError, Stored};
 
@@ -103,7 +103,7 @@ impl SpoolSink {
             })
             .collect();
         let (reply, answer) = oneshot::channel();
-        let sent = self.writer.send(Command::Append { bodies, in_flight, reply });
+        let sent = self.writer.send(Command::Append(Append { bodies, in_flight, reply }));
         let shared = Arc::clone(&self.shared);
         let count = records.len() as u64;
         async move {

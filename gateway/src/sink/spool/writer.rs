@@ -18,17 +18,34 @@ use super::{SpoolConfig, SpoolError};
 /// Most appends folded into one write and fsync.
 const MAX_GROUP: usize = 4096;
 
+/// Where an append's answer goes: its sequence numbers, or why nothing was appended.
+pub type AppendReply = oneshot::Sender<Result<Range<u64>, SpoolError>>;
+
+/// One request's records to append.
+pub struct Append {
+    /// From [`format::encode_body`].
+    pub bodies: Vec<Vec<u8>>,
+    /// True when the records' first send is still in flight (their fate is pending).
+    pub in_flight: bool,
+    /// Answered once the group is fsynced.
+    pub reply: AppendReply,
+}
+
+/// A group framed into one buffer, ready to write.
+struct Group {
+    buf: Vec<u8>,
+    /// Each accepted append's sequence numbers and reply.
+    answers: Vec<(Range<u64>, AppendReply)>,
+    /// Sequence numbers whose first send is in flight.
+    pending: Vec<u64>,
+    /// The sequence number after the group.
+    next: u64,
+}
+
 /// What the writer thread is asked.
 pub enum Command {
-    /// Append these encoded bodies; answer with their sequence numbers once fsynced.
-    Append {
-        /// From [`format::encode_body`].
-        bodies: Vec<Vec<u8>>,
-        /// True when the records' first send is still in flight (their fate is pending).
-        in_flight: bool,
-        /// The sequence numbers, or why nothing was appended.
-        reply: oneshot::Sender<Result<Range<u64>, SpoolError>>,
-    },
+    /// Append records; answer once fsynced.
+    Append(Append),
     /// Replay has everything below `through` in Kafka: if nothing newer was
     /// appended, delete the segments and let requests go to Kafka directly.
     Drain {
@@ -67,7 +84,7 @@ impl Writer {
             let mut appends = Vec::new();
             for command in group {
                 match command {
-                    Command::Append { bodies, in_flight, reply } => appends.push((bodies, in_flight, reply)),
+                    Command::Append(append) => appends.push(append),
                     Command::Drain { through, reply } => {
                         self.commit(std::mem::take(&mut appends));
                         let _ = reply.send(self.drain(through));
@@ -79,51 +96,54 @@ impl Writer {
     }
 
     /// Appends a group with one write and one fsync, then answers each.
-    fn commit(&mut self, appends: Vec<(Vec<Vec<u8>>, bool, oneshot::Sender<Result<Range<u64>, SpoolError>>)>) {
+    fn commit(&mut self, appends: Vec<Append>) {
         if appends.is_empty() {
             return;
         }
         let now = now_ms();
-        let mut buf = Vec::new();
-        let mut answers = Vec::with_capacity(appends.len());
-        let (mut next, base_bytes, oldest) = {
+        let group = self.frame(appends, now);
+        let Some(first) = group.answers.first().map(|(range, _)| range.start) else { return };
+        let written = self.write(&group.buf, first);
+        if written.is_ok() && !group.pending.is_empty() {
+            let mut fates = self.shared.fates();
+            fates.extend(group.pending.iter().map(|seq| (*seq, Fate::Pending)));
+        }
+        self.publish(group.next, now, &group.buf, written.is_ok());
+        for (range, reply) in group.answers {
+            let _ = reply.send(written.clone().map(|()| range));
+        }
+    }
+
+    /// Numbers and frames every append the bounds allow; refuses the others.
+    fn frame(&self, appends: Vec<Append>, now: u64) -> Group {
+        let (next, base_bytes, oldest) = {
             let index = self.shared.index();
             (index.next_seq, index.bytes(), index.oldest_ms())
         };
         let too_old = oldest.is_some_and(|at| now.saturating_sub(at) > self.config.max_age_secs * 1000);
-        let mut pending = Vec::new();
-        for (bodies, in_flight, reply) in appends {
+        let mut group =
+            Group { buf: Vec::new(), answers: Vec::with_capacity(appends.len()), pending: Vec::new(), next };
+        for Append { bodies, in_flight, reply } in appends {
             let size: u64 = bodies.iter().map(|b| b.len() as u64 + 28).sum();
             if too_old {
                 let _ = reply.send(Err(SpoolError::TooOld(self.config.max_age_secs)));
                 continue;
             }
-            if base_bytes + buf.len() as u64 + size > self.config.max_bytes {
+            if base_bytes + group.buf.len() as u64 + size > self.config.max_bytes {
                 let _ = reply.send(Err(SpoolError::Full(self.config.max_bytes)));
                 continue;
             }
-            let first = next;
+            let first = group.next;
             for body in &bodies {
-                format::frame(next, now, body, &mut buf);
-                next += 1;
+                format::frame(group.next, now, body, &mut group.buf);
+                group.next += 1;
             }
             if in_flight {
-                pending.extend(first..next);
+                group.pending.extend(first..group.next);
             }
-            answers.push((first..next, reply));
+            group.answers.push((first..group.next, reply));
         }
-        if answers.is_empty() {
-            return;
-        }
-        let written = self.write(&buf, answers[0].0.start);
-        if written.is_ok() && !pending.is_empty() {
-            let mut fates = self.shared.fates();
-            fates.extend(pending.into_iter().map(|seq| (seq, Fate::Pending)));
-        }
-        self.publish(next, now, &buf, written.is_ok());
-        for (range, reply) in answers {
-            let _ = reply.send(written.clone().map(|()| range));
-        }
+        group
     }
 
     /// Makes the group visible to replay and metrics (sequence numbers are
