@@ -244,8 +244,14 @@ impl Sink for SpoolSink {
         self.kafka.queue_depth()
     }
 
+    /// Every record answered 200 is acknowledged or fsynced in the spool, so
+    /// a producer that cannot flush (Kafka away) loses nothing: what it held
+    /// is replayed by the next process.
     fn flush(&self, timeout: Duration) -> Result<(), String> {
-        self.kafka.flush(timeout)
+        if let Err(error) = self.kafka.flush(timeout) {
+            tracing::warn!(%error, "Producer not flushed; what it held is in the spool and is replayed on the next start");
+        }
+        Ok(())
     }
 
     fn spool_status(&self) -> Option<SpoolStatus> {
