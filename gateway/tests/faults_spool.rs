@@ -72,13 +72,18 @@ async fn spool_broker_down_beacons_lose_nothing_answered() {
     let title = "Spool: the only broker down, beacon clients (no retries)";
     let injected = format!(
         "Spool on (`ack_timeout_ms = 1000`). 16 beacon users each send a batch of 4 every 100 ms and never retry. \
-         The only broker is killed with SIGKILL 5 s in, left down {} s, then restarted.",
+         The only broker is killed with SIGKILL 5 s in, left down {} s, then restarted. Requests in flight when \
+         the broker dies wait `ack_timeout_ms`, then the spool's first fsync; when that misses the 6 s deadline \
+         (a busy disk) they get 503 and their records are kept at least once (\"never answered 200, present\").",
         down.as_secs()
     );
     let r = settle(&cluster.brokers(), &run, title, &injected, answers, healed, &gw).await;
     r.write("70-spool-broker-down");
     r.assert_no_loss();
-    assert_eq!(r.acked, r.events_sent, "with the spool every beacon is answered 200");
+    // Only the requests in flight at the kill may miss the deadline (503,
+    // their records kept at least once): one per user at most.
+    let others = r.events_sent - r.acked;
+    assert!(others <= 16 * 4, "with the spool beacons are answered 200: {others} events were not");
     assert!(gw.log_text().contains("Spooling started") && gw.log_text().contains("Spooling ended"));
     cluster.stop().await;
 }
@@ -234,7 +239,10 @@ async fn control_spool_off_beacons_lose_events() {
     let gw = GatewayProcess::start("spool-control", &cluster.brokers(), 1).await;
     let run = run_id("spooloff");
     let down = Duration::from_secs(20);
-    let load = Beacons { run_for: down + Duration::from_secs(15), ..Beacons::default() };
+    // Beacons keep coming well after the broker is back, as in real life:
+    // reading back right after a broker restart can miss the newest records
+    // until the partition's next write moves its high watermark.
+    let load = Beacons { run_for: down + Duration::from_secs(45), ..Beacons::default() };
     let ((logs, spooled), healed) = futures::join!(beacons(load, run.clone(), gw.url.clone()), async {
         sleep(Duration::from_secs(5)).await;
         cluster.kill9(1).await;
