@@ -265,11 +265,16 @@ async fn control_spool_off_beacons_lose_events() {
     );
     r.peak_rss = format!("gateway {:.0} MiB", gw.peak_mib());
     r.notes.push(format!(
-        "Events sent and never stored (a beacon's loss): **{}** of {}; answered `spooled`: {spooled}.",
+        "Events sent and never stored (a beacon's loss): **{}** of {}; answered `spooled`: {spooled}. Ids stored \
+         twice here come from the producer's own timeouts on the path without the spool (records it gave up on \
+         after `delivery_timeout_ms`, answered 503, that reached the broker anyway); the spool's long \
+         `message.timeout.ms` is what avoids them in the scenarios above.",
         r.unacked_absent, r.events_sent
     ));
     r.write("79-spool-control-off");
-    r.assert_no_loss();
+    eprintln!("{}", r.markdown());
+    assert!(r.lost.is_empty(), "the gateway's own promise holds without the spool: {:?}", r.lost);
+    assert_eq!(r.foreign, 0);
     assert!(r.unacked_absent > 0, "without the spool, beacon events sent during the outage are lost");
     cluster.stop().await;
 }
