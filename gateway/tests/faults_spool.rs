@@ -266,9 +266,9 @@ async fn control_spool_off_beacons_lose_events() {
     r.peak_rss = format!("gateway {:.0} MiB", gw.peak_mib());
     r.notes.push(format!(
         "Events sent and never stored (a beacon's loss): **{}** of {}; answered `spooled`: {spooled}. Ids stored \
-         twice here come from the producer's own timeouts on the path without the spool (records it gave up on \
-         after `delivery_timeout_ms`, answered 503, that reached the broker anyway); the spool's long \
-         `message.timeout.ms` is what avoids them in the scenarios above.",
+         twice without a client retry, if any, come from the producer path without the spool across the broker \
+         restart (its 3 s message timeout; cause not investigated further); with the spool on, the long \
+         `message.timeout.ms` and the fate tracking gave none in the scenarios above.",
         r.unacked_absent, r.events_sent
     ));
     r.write("79-spool-control-off");
