@@ -35,6 +35,9 @@ pub struct Config {
     /// Rate limits; each missing one is unlimited.
     #[serde(default)]
     pub quotas: crate::quota::QuotaConfig,
+    /// The local disk spool that takes events while Kafka cannot; off unless enabled.
+    #[serde(default)]
+    pub spool: crate::sink::spool::SpoolConfig,
 }
 
 /// Trusted JWT issuers.
@@ -341,9 +344,12 @@ impl Config {
             let key = e.path().to_string();
             fail(&key, e.into_inner().to_string())
         })?;
+        let base = path.parent().unwrap_or(Path::new("."));
         if config.catalog.dir.is_relative() {
-            let base = path.parent().unwrap_or(Path::new("."));
             config.catalog.dir = base.join(&config.catalog.dir);
+        }
+        if config.spool.dir.is_relative() {
+            config.spool.dir = base.join(&config.spool.dir);
         }
         config.check().map_err(|(key, problem)| fail(key, problem))?;
         Ok(config)
@@ -406,6 +412,7 @@ impl Config {
                 return Err(("enrichment.trusted_proxies", format!("`{proxy}` is not an IP address or CIDR range")));
             }
         }
+        self.spool.check(self.server.request_timeout_ms)?;
         if self.sources.is_empty() {
             return Err(("sources", "at least one source is needed".into()));
         }

@@ -69,6 +69,9 @@ pub enum StartupError {
     /// The producer could not be created (bad librdkafka property).
     #[error("Kafka producer: {0}")]
     Producer(#[from] rdkafka::error::KafkaError),
+    /// The spool directory cannot be used (locked, unreadable).
+    #[error("spool: {0}")]
+    Spool(#[from] sink::spool::SpoolError),
 }
 
 impl AppState {
@@ -100,6 +103,18 @@ impl AppState {
     /// As [`AppState::new`], producing to the Kafka brokers of `config`.
     pub fn with_kafka(config: config::Config) -> Result<Self, StartupError> {
         let sink = sink::KafkaSink::new(&config.kafka)?;
+        Self::new(config, Arc::new(sink))
+    }
+
+    /// The state `gateway serve` runs with: as [`AppState::with_kafka`],
+    /// with the spool in front of Kafka when `[spool]` is enabled (its
+    /// directory locked, and what a previous process left replayed first).
+    pub fn serving(config: config::Config) -> Result<Self, StartupError> {
+        if !config.spool.enabled {
+            return Self::with_kafka(config);
+        }
+        let kafka = sink::KafkaSink::with_message_timeout(&config.kafka, config.spool.delivery_timeout_ms)?;
+        let sink = sink::SpoolSink::open(&config.spool, kafka)?;
         Self::new(config, Arc::new(sink))
     }
 }

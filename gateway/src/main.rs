@@ -16,10 +16,11 @@ use gateway::{AppState, topics};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-const USAGE: &str = "usage: gateway [serve|topics|check-config] [--config FILE]
+const USAGE: &str = "usage: gateway [serve|topics|check-config|spool] [--config FILE]
   serve         run the HTTP gateway (default)
   topics        create the catalog's and the gateway's topics where missing
   check-config  load the configuration and the catalog, then exit
+  spool         status|inspect|replay of the local spool (gateway spool --help)
 The config file defaults to $EVENTGW_CONFIG; every key can be overridden
 with EVENTGW__SECTION__KEY=value.";
 
@@ -30,6 +31,9 @@ fn main() -> anyhow::Result<()> {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,librdkafka=warn".into()),
         )
         .init();
+    if std::env::args().nth(1).as_deref() == Some("spool") {
+        return gateway::sink::spool::cli::main(std::env::args().skip(2));
+    }
     let mut args = std::env::args().skip(1);
     let mut command = "serve".to_owned();
     let mut config_path = std::env::var_os("EVENTGW_CONFIG").map(PathBuf::from);
@@ -70,7 +74,7 @@ async fn run(command: &str, config: Config, path: PathBuf) -> anyhow::Result<()>
 async fn serve(config: Config, path: PathBuf) -> anyhow::Result<()> {
     let listen = config.server.listen;
     let listener = TcpListener::bind(listen).with_context(|| format!("cannot listen on {listen}"))?;
-    let state = Arc::new(AppState::with_kafka(config)?);
+    let state = Arc::new(AppState::serving(config)?);
     tracing::info!(%listen, events = state.catalog.events().len(), "Gateway listening");
     actix_web::rt::spawn(reload_on_sighup(Arc::clone(&state), path));
     gateway::serve(Arc::clone(&state), listener)?.await?;

@@ -2,7 +2,9 @@
 //! endpoint (a fixed set), status, outcome, topic (from the catalog), code
 //! and reason (fixed sets); never a user, source key or path.
 
-use prometheus::{Encoder, Histogram, HistogramOpts, IntCounterVec, IntGauge, Opts, Registry, TextEncoder};
+use prometheus::{
+    Encoder, Gauge, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+};
 
 /// The gateway's metrics, registered in their own registry so that several
 /// gateways in one test process do not share counts.
@@ -23,6 +25,74 @@ pub struct Metrics {
     pub produce_latency: Histogram,
     /// Records the producer holds that Kafka has not acknowledged yet.
     pub queue_depth: IntGauge,
+    /// The local spool, read at scrape time (all zero when it is off).
+    pub spool: SpoolMetrics,
+}
+
+/// The spool's gauges and counters. Counters are advanced at scrape time
+/// from the spool's own totals, so the spool needs no handle on metrics.
+#[derive(Clone)]
+pub struct SpoolMetrics {
+    /// 1 while new records go to the spool.
+    pub spooling: IntGauge,
+    /// Bytes of segment files on disk.
+    pub bytes: IntGauge,
+    /// Records not yet in Kafka.
+    pub records: IntGauge,
+    /// Age of the oldest record not yet in Kafka.
+    pub oldest_age: Gauge,
+    /// Records appended since start.
+    pub appended: IntCounter,
+    /// Records replayed to Kafka since start; `rate()` of it is the replay rate.
+    pub replayed: IntCounter,
+    /// Damaged spans found (torn tails, checksum failures).
+    pub damaged: IntCounter,
+}
+
+impl SpoolMetrics {
+    fn new(registry: &Registry) -> Self {
+        let gauge = |name: &str, help: &str| {
+            let g = IntGauge::new(name, help).expect("static gauge");
+            registry.register(Box::new(g.clone())).expect("registered once");
+            g
+        };
+        let counter = |name: &str, help: &str| {
+            let c = IntCounter::new(name, help).expect("static counter");
+            registry.register(Box::new(c.clone())).expect("registered once");
+            c
+        };
+        let oldest_age =
+            Gauge::new("eventgw_spool_oldest_record_age_seconds", "Age of the oldest spooled record not yet in Kafka.")
+                .expect("static gauge");
+        registry.register(Box::new(oldest_age.clone())).expect("registered once");
+        Self {
+            spooling: gauge("eventgw_spool_spooling", "1 while new records go to the spool, behind what it holds."),
+            bytes: gauge("eventgw_spool_bytes", "Bytes of spool segment files on disk."),
+            records: gauge("eventgw_spool_records", "Spooled records not yet in Kafka."),
+            oldest_age,
+            appended: counter("eventgw_spool_appended_total", "Records appended to the spool."),
+            replayed: counter("eventgw_spool_replayed_total", "Spooled records replayed to Kafka."),
+            damaged: counter(
+                "eventgw_spool_damaged_total",
+                "Damaged spool spans found (torn tails, checksum failures).",
+            ),
+        }
+    }
+
+    /// Sets every spool metric from a status snapshot.
+    pub fn observe(&self, status: &crate::sink::SpoolStatus) {
+        self.spooling.set(i64::from(status.spooling));
+        self.bytes.set(i64::try_from(status.bytes).unwrap_or(i64::MAX));
+        self.records.set(i64::try_from(status.records).unwrap_or(i64::MAX));
+        self.oldest_age.set(status.oldest_age_secs);
+        for (counter, total) in [
+            (&self.appended, status.appended_total),
+            (&self.replayed, status.replayed_total),
+            (&self.damaged, status.damaged_total),
+        ] {
+            counter.inc_by(total.saturating_sub(counter.get()));
+        }
+    }
 }
 
 impl Metrics {
@@ -59,8 +129,10 @@ impl Metrics {
         let queue_depth = IntGauge::new("eventgw_producer_queue_depth", "Records not yet acknowledged by Kafka.")
             .expect("static gauge");
         registry.register(Box::new(queue_depth.clone())).expect("registered once");
+        let spool = SpoolMetrics::new(&registry);
         Self {
             registry,
+            spool,
             requests,
             events,
             dead_letters,

@@ -13,7 +13,14 @@ pub async fn healthz() -> HttpResponse {
 
 /// `GET /readyz`: Kafka answers a metadata request and the catalog is loaded
 /// (it always is once the server runs: start-up refuses a broken catalog).
+/// With the spool on, the gateway stays ready while Kafka is away and the
+/// spool can take events, and says it is spooling (and how much it holds).
 pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     state.sink.check_ready().await.map_err(ApiError::NotReady)?;
-    Ok(HttpResponse::Ok().json(json!({"status": "ready", "events": state.catalog.events().len()})))
+    let mut body = json!({"status": "ready", "events": state.catalog.events().len()});
+    if let Some(spool) = state.sink.spool_status() {
+        body["spooling"] = json!(spool.spooling);
+        body["spool"] = json!(spool);
+    }
+    Ok(HttpResponse::Ok().json(body))
 }

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::error::ApiError;
 use crate::pipeline::{Planned, Verdict};
-use crate::sink::{Delivered, OutRecord, Sink, SinkError};
+use crate::sink::{Delivered, OutRecord, Sink, SinkError, Stored};
 
 /// The 200 answer of an ingestion request.
 #[derive(Debug, Serialize)]
@@ -22,6 +22,10 @@ pub struct BatchAnswer {
     /// Events repeating the `messageId` of an earlier event of the request
     /// that is produced: stored once, not again.
     pub duplicate: usize,
+    /// Events kept in the local spool (fsynced) for replay to their topic,
+    /// because Kafka did not acknowledge them in time; absent when none.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub spooled: usize,
     /// One entry per event, in request order.
     pub events: Vec<EventOutcome>,
 }
@@ -35,7 +39,7 @@ pub struct EventOutcome {
     /// Its `messageId`, generated when the client sent none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message_id: Option<String>,
-    /// `accepted`, `invalid`, `rejected` or `duplicate`.
+    /// `accepted`, `invalid`, `rejected`, `duplicate` or `spooled`.
     pub status: &'static str,
     /// The topic it went to (domain topic or dead-letter topic).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -74,13 +78,21 @@ pub async fn produce(
             Verdict::Reject { .. } | Verdict::Duplicate { .. } => None,
         })
         .collect();
-    let results = if records.is_empty() {
+    let stored = if records.is_empty() {
         Vec::new()
     } else {
-        actix_web::rt::time::timeout(deadline, sink.send_all(records)).await.map_err(|_| {
+        actix_web::rt::time::timeout(deadline, sink.store_all(records, deadline)).await.map_err(|_| {
             ApiError::KafkaUnavailable { detail: "no acknowledgement before the request deadline".into(), retry_after }
         })?
     };
+    if let Some(Err(SinkError::SpoolRefused(detail))) =
+        stored.iter().find(|r| matches!(r, Err(SinkError::SpoolRefused(_))))
+    {
+        return Err(ApiError::KafkaUnavailable { detail: detail.clone(), retry_after });
+    }
+    let spooled = spooled_events(&planned, &stored);
+    let results: Vec<_> =
+        stored.into_iter().map(|r| r.map(|s| if let Stored::Kafka(d) = s { d } else { UNKNOWN_OFFSET })).collect();
     if results.iter().any(|r| matches!(r, Err(SinkError::QueueFull))) {
         return Err(ApiError::Backpressure { retry_after });
     }
@@ -89,7 +101,36 @@ pub async fn produce(
     {
         return Err(ApiError::KafkaUnavailable { detail: detail.clone(), retry_after });
     }
-    Ok(assemble(planned, results.into_iter()))
+    let mut answer = assemble(planned, results.into_iter());
+    mark_spooled(&mut answer, &spooled);
+    Ok(answer)
+}
+
+/// Where a spooled record will land is not known yet.
+const UNKNOWN_OFFSET: Delivered = Delivered { partition: -1, offset: -1 };
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// Indexes of the events whose record went to the spool (records are in
+/// the order of the events that produce one).
+fn spooled_events(planned: &[Planned], stored: &[Result<Stored, SinkError>]) -> Vec<usize> {
+    let produced = planned.iter().enumerate().filter(|(_, p)| p.verdict.is_produced());
+    produced.zip(stored).filter(|(_, s)| matches!(s, Ok(Stored::Spooled))).map(|((index, _), _)| index).collect()
+}
+
+/// An accepted event that went to the spool says `spooled` (its topic is
+/// where replay will put it); a dead-lettered one keeps `invalid` and its
+/// reason, which is what its sender needs to know.
+fn mark_spooled(answer: &mut BatchAnswer, spooled: &[usize]) {
+    for &index in spooled {
+        if let Some(event) = answer.events.get_mut(index).filter(|e| e.status == "accepted") {
+            event.status = "spooled";
+            answer.accepted -= 1;
+            answer.spooled += 1;
+        }
+    }
 }
 
 /// What would happen to each event, without producing anything (a strict
@@ -106,8 +147,14 @@ pub fn preview(planned: Vec<Planned>) -> BatchAnswer {
 
 /// Pairs each produced verdict with its delivery result, in order.
 fn assemble(planned: Vec<Planned>, mut results: impl Iterator<Item = Result<Delivered, SinkError>>) -> BatchAnswer {
-    let mut answer =
-        BatchAnswer { accepted: 0, invalid: 0, rejected: 0, duplicate: 0, events: Vec::with_capacity(planned.len()) };
+    let mut answer = BatchAnswer {
+        accepted: 0,
+        invalid: 0,
+        rejected: 0,
+        duplicate: 0,
+        spooled: 0,
+        events: Vec::with_capacity(planned.len()),
+    };
     for (index, p) in planned.into_iter().enumerate() {
         let mut outcome = EventOutcome {
             index,

@@ -25,8 +25,9 @@ use rdkafka::ClientContext;
 use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
-use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer};
 
+use super::spool::SpooledRecord;
 use super::{Delivered, OutRecord, Sink, SinkError};
 use crate::config::KafkaConfig;
 
@@ -105,7 +106,21 @@ struct Inner {
 impl KafkaSink {
     /// Creates the producer; it connects lazily, so this succeeds with Kafka down.
     pub fn new(config: &KafkaConfig) -> Result<Self, KafkaError> {
-        let config = producer_config(config);
+        Self::from_client_config(producer_config(config))
+    }
+
+    /// As [`KafkaSink::new`], with librdkafka's `message.timeout.ms` set to
+    /// `timeout_ms` (0: never give up) instead of `kafka.delivery_timeout_ms`:
+    /// with the spool on, no request waits for the producer past
+    /// `spool.ack_timeout_ms`, and a long timeout lets the idempotent
+    /// producer's own retries deliver each record once and in order.
+    pub fn with_message_timeout(config: &KafkaConfig, timeout_ms: u64) -> Result<Self, KafkaError> {
+        let mut config = producer_config(config);
+        config.set("message.timeout.ms", timeout_ms.to_string());
+        Self::from_client_config(config)
+    }
+
+    fn from_client_config(config: ClientConfig) -> Result<Self, KafkaError> {
         let current = ArcSwap::from_pointee(Generation::create(&config)?);
         let inner = Inner { config, current, last_recreated: Mutex::new(None), recreated: AtomicU64::new(0) };
         Ok(Self { inner: Arc::new(inner) })
@@ -170,6 +185,64 @@ fn classify(error: &KafkaError) -> SinkError {
     }
 }
 
+/// Hands one record to librdkafka; the future resolves with its fate.
+fn enqueue<'a>(
+    generation: &Generation,
+    topic: &str,
+    key: &str,
+    payload: &[u8],
+    headers: impl ExactSizeIterator<Item = (&'a str, &'a str)>,
+) -> Result<DeliveryFuture, SinkError> {
+    let mut owned = OwnedHeaders::new_with_capacity(headers.len());
+    for (key, value) in headers {
+        owned = owned.insert(Header { key, value: Some(value.as_bytes()) });
+    }
+    let out = FutureRecord::to(topic).key(key).payload(payload).headers(owned);
+    generation.producer.send_result(out).map_err(|(error, _)| classify(&error))
+}
+
+/// Waits for every enqueued record's acknowledgement, in order.
+fn wait_all(pending: Vec<Result<DeliveryFuture, SinkError>>) -> BoxFuture<'static, Vec<Result<Delivered, SinkError>>> {
+    async move {
+        let waits = pending.into_iter().map(|p| async move {
+            match p {
+                Err(e) => Err(e),
+                Ok(delivery) => match delivery.await {
+                    Ok(Ok(d)) => Ok(Delivered { partition: d.partition, offset: d.offset }),
+                    Ok(Err((error, _))) => Err(classify(&error)),
+                    Err(_) => Err(SinkError::Unavailable("the producer was shut down".into())),
+                },
+            }
+        });
+        join_all(waits).await
+    }
+    .boxed()
+}
+
+impl KafkaSink {
+    /// False while the producer is fatally broken and not yet replaced.
+    pub fn is_healthy(&self) -> bool {
+        self.healthy().is_ok()
+    }
+
+    /// Produces records read back from the spool with their original
+    /// topic, key, headers and payload, through this same idempotent producer.
+    pub fn send_spooled(&self, records: &[SpooledRecord]) -> BoxFuture<'static, Vec<Result<Delivered, SinkError>>> {
+        let generation = match self.healthy() {
+            Ok(generation) => generation,
+            Err(error) => return futures::future::ready(records.iter().map(|_| Err(error.clone())).collect()).boxed(),
+        };
+        let pending = records
+            .iter()
+            .map(|r| {
+                let headers = r.headers.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+                enqueue(&generation, &r.topic, &r.key, &r.payload, headers)
+            })
+            .collect();
+        wait_all(pending)
+    }
+}
+
 impl Sink for KafkaSink {
     fn send_all(&self, records: Vec<OutRecord>) -> BoxFuture<'static, Vec<Result<Delivered, SinkError>>> {
         let generation = match self.healthy() {
@@ -177,31 +250,14 @@ impl Sink for KafkaSink {
             Err(error) => return futures::future::ready(records.iter().map(|_| Err(error.clone())).collect()).boxed(),
         };
         // Enqueue everything now; librdkafka batches them. Only then wait.
-        let pending: Vec<_> = records
+        let pending = records
             .iter()
-            .map(|record| {
-                let mut headers = OwnedHeaders::new_with_capacity(record.headers.len());
-                for (key, value) in &record.headers {
-                    headers = headers.insert(Header { key, value: Some(value.as_bytes()) });
-                }
-                let out = FutureRecord::to(&record.topic).key(&record.key).payload(&record.payload).headers(headers);
-                generation.producer.send_result(out).map_err(|(error, _)| classify(&error))
+            .map(|r| {
+                let headers = r.headers.iter().map(|(k, v)| (*k, v.as_str()));
+                enqueue(&generation, &r.topic, &r.key, &r.payload, headers)
             })
             .collect();
-        async move {
-            let waits = pending.into_iter().map(|p| async move {
-                match p {
-                    Err(e) => Err(e),
-                    Ok(delivery) => match delivery.await {
-                        Ok(Ok(d)) => Ok(Delivered { partition: d.partition, offset: d.offset }),
-                        Ok(Err((error, _))) => Err(classify(&error)),
-                        Err(_) => Err(SinkError::Unavailable("the producer was shut down".into())),
-                    },
-                }
-            });
-            join_all(waits).await
-        }
-        .boxed()
+        wait_all(pending)
     }
 
     fn check_ready(&self) -> BoxFuture<'static, Result<(), String>> {

@@ -4,11 +4,15 @@
 
 mod kafka;
 mod memory;
+pub mod spool;
 
-use futures::future::BoxFuture;
+use std::time::Duration;
+
+use futures::future::{BoxFuture, FutureExt};
 
 pub use kafka::KafkaSink;
 pub use memory::MemorySink;
+pub use spool::{SpoolSink, SpoolStatus};
 
 /// One record ready for Kafka.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +36,16 @@ pub struct Delivered {
     pub offset: i64,
 }
 
+/// Where a record is kept once the request can be answered 200.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stored {
+    /// Kafka acknowledged it.
+    Kafka(Delivered),
+    /// Kafka did not acknowledge it in time: it is fsynced in the local
+    /// spool and will be replayed to its topic.
+    Spooled,
+}
+
 /// Why a record was not stored, sorted by what the client should do.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SinkError {
@@ -44,6 +58,10 @@ pub enum SinkError {
     /// Kafka did not acknowledge it in time or refused it: retry later (503).
     #[error("{0}")]
     Unavailable(String),
+    /// Kafka did not acknowledge it and the spool cannot take it (full,
+    /// too old, or the disk failed): retry later (503).
+    #[error("{0}")]
+    SpoolRefused(String),
 }
 
 /// Produces records and reports each one's fate.
@@ -51,6 +69,24 @@ pub trait Sink: Send + Sync + 'static {
     /// Sends every record at once (pipelined, never one at a time) and
     /// resolves when each is acknowledged or has failed, in input order.
     fn send_all(&self, records: Vec<OutRecord>) -> BoxFuture<'static, Vec<Result<Delivered, SinkError>>>;
+
+    /// As [`Sink::send_all`], but a sink with a spool may keep a record on
+    /// local disk instead when Kafka does not acknowledge it in time, within
+    /// `deadline`. Sinks without a spool only ever answer [`Stored::Kafka`].
+    fn store_all(
+        &self,
+        records: Vec<OutRecord>,
+        deadline: Duration,
+    ) -> BoxFuture<'static, Vec<Result<Stored, SinkError>>> {
+        let _ = deadline;
+        let sent = self.send_all(records);
+        async move { sent.await.into_iter().map(|r| r.map(Stored::Kafka)).collect() }.boxed()
+    }
+
+    /// The spool's state, for `/readyz` and `/metrics`; `None` without a spool.
+    fn spool_status(&self) -> Option<SpoolStatus> {
+        None
+    }
 
     /// Whether the sink can take traffic now; the error says why not.
     fn check_ready(&self) -> BoxFuture<'static, Result<(), String>>;

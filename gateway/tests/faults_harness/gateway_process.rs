@@ -26,6 +26,12 @@ impl GatewayProcess {
     /// Creates the topics (`gateway topics`), then starts `gateway serve`
     /// producing to `brokers`.
     pub async fn start(name: &str, brokers: &str, replication: u16) -> Self {
+        Self::start_with_env(name, brokers, replication, &[]).await
+    }
+
+    /// As [`GatewayProcess::start`], with more `EVENTGW__...` overrides
+    /// (e.g. the `[spool]` section) for every run of the process.
+    pub async fn start_with_env(name: &str, brokers: &str, replication: u16, extra: &[(&str, &str)]) -> Self {
         let port = TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
         let dir = std::env::temp_dir().join(format!("eventgw-faults-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");
@@ -44,6 +50,7 @@ impl GatewayProcess {
             ("EVENTGW__SERVER__REQUEST_TIMEOUT_MS".to_owned(), REQUEST_TIMEOUT_MS.to_string()),
             ("EVENTGW__SERVER__SHUTDOWN_TIMEOUT_SECS".to_owned(), "10".to_owned()),
         ];
+        let env = env.into_iter().chain(extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))).collect();
         let mut gw = Self {
             child: None,
             url: format!("http://127.0.0.1:{port}"),
@@ -82,6 +89,16 @@ impl GatewayProcess {
             assert!(Instant::now() < deadline, "gateway did not start: {}", self.log_text());
             sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// The configuration file the process runs with (for `gateway spool ...`).
+    pub fn config_path(&self) -> &std::path::Path {
+        &self.config
+    }
+
+    /// The environment overrides the process runs with.
+    pub fn env(&self) -> &[(String, String)] {
+        &self.env
     }
 
     pub fn pid(&self) -> u32 {

@@ -1,0 +1,124 @@
+//! `gateway spool status|inspect|replay [--config FILE]`: for an operator
+//! who needs to see or drain a spool by hand (e.g. a volume moved to
+//! another machine). `status` and `inspect` only read, so they work while
+//! a gateway runs; `replay` takes the spool's lock, so it refuses then.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+
+use super::store::{LOCK_FILE, read_checkpoint, recover, segment_files};
+use super::{SpoolSink, format};
+use crate::config::Config;
+use crate::sink::{KafkaSink, Sink};
+
+/// How to use it.
+pub const USAGE: &str = "usage: gateway spool status|inspect|replay [--config FILE] [--records]
+  status   what the spool holds: records, bytes, segments, oldest record, damage
+  inspect  every segment: its records and damaged spans (--records: one line per record)
+  replay   produce everything the spool holds to Kafka, then exit (not while a gateway uses it)";
+
+/// Runs a `gateway spool` command with the arguments after `spool`.
+pub fn main(args: impl Iterator<Item = String>) -> anyhow::Result<()> {
+    let mut args = args;
+    let mut command = None;
+    let mut records = false;
+    let mut config_path = std::env::var_os("EVENTGW_CONFIG").map(PathBuf::from);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--config" | "-c" => config_path = Some(args.next().context("--config needs a file")?.into()),
+            "--records" => records = true,
+            "status" | "inspect" | "replay" => command = Some(arg),
+            "--help" | "-h" => {
+                println!("{USAGE}");
+                return Ok(());
+            }
+            other => anyhow::bail!("unknown argument `{other}`\n{USAGE}"),
+        }
+    }
+    let command = command.context(USAGE)?;
+    let path = config_path.context(format!("no configuration: pass --config FILE or set EVENTGW_CONFIG\n{USAGE}"))?;
+    let config = Config::load(&path)?;
+    match command.as_str() {
+        "status" => status(&config),
+        "inspect" => inspect(&config, records),
+        _ => replay(&config),
+    }
+}
+
+fn status(config: &Config) -> anyhow::Result<()> {
+    let dir = &config.spool.dir;
+    let recovered = recover(dir)?;
+    let records: usize = recovered.records.iter().map(|(_, n)| n).sum();
+    let oldest = recovered.index.groups.front().map(|(_, at)| super::store::now_ms().saturating_sub(*at) / 1000);
+    let status = serde_json::json!({
+        "dir": dir.display().to_string(),
+        "enabled": config.spool.enabled,
+        "records": records,
+        "bytes": recovered.index.bytes(),
+        "segments": recovered.index.segments.len(),
+        "oldestAgeSecs": oldest,
+        "damagedSpans": recovered.damage.len(),
+        "replayCheckpoint": read_checkpoint(dir),
+        "inUse": in_use(dir),
+    });
+    println!("{}", serde_json::to_string_pretty(&status)?);
+    Ok(())
+}
+
+/// True when a gateway process holds the spool's lock.
+fn in_use(dir: &std::path::Path) -> bool {
+    std::fs::File::open(dir.join(LOCK_FILE)).is_ok_and(|f| f.try_lock_shared().is_err())
+}
+
+fn inspect(config: &Config, each_record: bool) -> anyhow::Result<()> {
+    let dir = &config.spool.dir;
+    let checkpoint = read_checkpoint(dir);
+    println!("spool {} (replayed below seq {checkpoint})", dir.display());
+    for (_, path) in segment_files(dir)? {
+        let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        let header = format::SEGMENT_HEADER.len();
+        let mut scan = format::scan(bytes.get(header..).unwrap_or_default(), header as u64);
+        if !bytes.starts_with(format::SEGMENT_HEADER) {
+            scan.damage.insert(0, format::Damage { offset: 0, len: bytes.len().min(header) as u64, torn_tail: false });
+        }
+        let seqs = scan.records.first().zip(scan.records.last()).map(|(a, b)| format!("seq {}..={}", a.seq, b.seq));
+        println!(
+            "{}: {} bytes, {} records ({}), {} damaged span(s)",
+            path.display(),
+            bytes.len(),
+            scan.records.len(),
+            seqs.unwrap_or_else(|| "none".into()),
+            scan.damage.len()
+        );
+        for d in &scan.damage {
+            let kind = if d.torn_tail { "torn tail" } else { "checksum failure" };
+            println!("  damaged: {kind} at offset {}, {} bytes skipped", d.offset, d.len);
+        }
+        if each_record {
+            for r in &scan.records {
+                let id = r.headers.iter().find(|(k, _)| k == "event-id").map_or("-", |(_, v)| v.as_str());
+                let state = if r.seq < checkpoint { "replayed" } else { "pending" };
+                println!(
+                    "  seq {} {state} topic={} key={} event-id={id} bytes={}",
+                    r.seq,
+                    r.topic,
+                    r.key,
+                    r.payload.len()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn replay(config: &Config) -> anyhow::Result<()> {
+    let kafka = KafkaSink::with_message_timeout(&config.kafka, config.spool.delivery_timeout_ms)?;
+    let sink = SpoolSink::open_idle(&config.spool, kafka.clone())?;
+    let replayer = sink.replayer(&config.spool);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let produced = runtime.block_on(replayer.drain()).map_err(anyhow::Error::msg)?;
+    kafka.flush(std::time::Duration::from_secs(30)).map_err(anyhow::Error::msg)?;
+    println!("replayed {produced} record(s) to Kafka; the spool is empty");
+    Ok(())
+}

@@ -1,0 +1,202 @@
+//! The on-disk format: a segment is an 8-byte header then framed records,
+//! each checksummed, so a torn tail (a crash mid-write) or a flipped byte
+//! is found, reported and stepped over, and everything else still reads.
+//!
+//! ```text
+//! segment := "EVGWSPL1" frame*
+//! frame   := magic u32 | len u32 | crc32 u32 | seq u64 | appended_at_ms u64 | body      (little endian)
+//!            len counts seq..end of body; crc32 covers the same bytes
+//! body    := topic (u16 len, bytes) | key (u32 len, bytes)
+//!            | header count u16, each (u16 len, name)(u32 len, value) | payload (u32 len, bytes)
+//! ```
+//!
+//! After a damaged frame, the reader looks for the next magic whose frame
+//! checks, so one bad record costs that record, not the rest of its segment.
+
+use crate::sink::OutRecord;
+
+/// The first bytes of every segment file.
+pub const SEGMENT_HEADER: &[u8; 8] = b"EVGWSPL1";
+/// The first bytes of every frame: where the reader resynchronises.
+const MAGIC: u32 = 0x4c4f_5053;
+/// magic + len + crc.
+const FRAME_HEAD: usize = 12;
+/// seq + appended_at_ms, inside `len`.
+const FRAME_FIXED: usize = 16;
+/// A frame claiming more than this is damage, not a record.
+pub const MAX_FRAME: usize = 64 * 1024 * 1024;
+
+/// One record read back from the spool, with everything Kafka needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpooledRecord {
+    /// Position in the spool; increases by one per record, across segments and restarts.
+    pub seq: u64,
+    /// When it was appended, in milliseconds since the epoch.
+    pub appended_at_ms: u64,
+    /// Destination topic.
+    pub topic: String,
+    /// Its original partition key.
+    pub key: String,
+    /// Its original headers (event id, schema, source...).
+    pub headers: Vec<(String, String)>,
+    /// The enriched event as produced to Kafka.
+    pub payload: Vec<u8>,
+}
+
+/// Bytes that do not form a valid frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Damage {
+    /// Offset in the segment file.
+    pub offset: u64,
+    /// How many bytes were stepped over.
+    pub len: u64,
+    /// True when nothing valid follows: a torn tail, typically a crash mid-write.
+    pub torn_tail: bool,
+}
+
+/// What a scan of a segment (or part of one) found.
+#[derive(Debug, Default)]
+pub struct Scan {
+    /// Valid records, in file order.
+    pub records: Vec<SpooledRecord>,
+    /// Damaged spans, in file order.
+    pub damage: Vec<Damage>,
+    /// Bytes of valid frames.
+    pub valid_bytes: u64,
+}
+
+/// Encodes what a frame carries after seq and time: done on the request's
+/// thread so the writer thread only frames, checksums and writes.
+pub fn encode_body(record: &OutRecord, out: &mut Vec<u8>) {
+    put_bytes16(out, record.topic.as_bytes());
+    put_bytes32(out, record.key.as_bytes());
+    let count = u16::try_from(record.headers.len()).unwrap_or(u16::MAX);
+    out.extend_from_slice(&count.to_le_bytes());
+    for (name, value) in record.headers.iter().take(usize::from(count)) {
+        put_bytes16(out, name.as_bytes());
+        put_bytes32(out, value.as_bytes());
+    }
+    put_bytes32(out, &record.payload);
+}
+
+/// Appends one frame around `body` to `out`; returns its length.
+pub fn frame(seq: u64, appended_at_ms: u64, body: &[u8], out: &mut Vec<u8>) -> usize {
+    let len = FRAME_FIXED + body.len();
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&seq.to_le_bytes());
+    crc.update(&appended_at_ms.to_le_bytes());
+    crc.update(body);
+    out.extend_from_slice(&MAGIC.to_le_bytes());
+    out.extend_from_slice(&u32::try_from(len).unwrap_or(u32::MAX).to_le_bytes());
+    out.extend_from_slice(&crc.finalize().to_le_bytes());
+    out.extend_from_slice(&seq.to_le_bytes());
+    out.extend_from_slice(&appended_at_ms.to_le_bytes());
+    out.extend_from_slice(body);
+    FRAME_HEAD + len
+}
+
+fn put_bytes16(out: &mut Vec<u8>, bytes: &[u8]) {
+    let len = u16::try_from(bytes.len()).unwrap_or(u16::MAX);
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(&bytes[..usize::from(len)]);
+}
+
+fn put_bytes32(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+    out.extend_from_slice(bytes);
+}
+
+/// Reads every frame of `bytes`, which start at file offset `base`.
+/// Damage is recorded and stepped over.
+pub fn scan(bytes: &[u8], base: u64) -> Scan {
+    let mut scan = Scan::default();
+    let mut at = 0;
+    let mut damaged_from: Option<usize> = None;
+    while at < bytes.len() {
+        match read_frame(&bytes[at..]) {
+            Some((record, used)) => {
+                if let Some(from) = damaged_from.take() {
+                    scan.damage.push(Damage { offset: base + from as u64, len: (at - from) as u64, torn_tail: false });
+                }
+                scan.records.push(record);
+                scan.valid_bytes += used as u64;
+                at += used;
+            }
+            None => {
+                damaged_from.get_or_insert(at);
+                at = next_magic(bytes, at + 1);
+            }
+        }
+    }
+    if let Some(from) = damaged_from {
+        scan.damage.push(Damage { offset: base + from as u64, len: (bytes.len() - from) as u64, torn_tail: true });
+    }
+    scan
+}
+
+fn next_magic(bytes: &[u8], from: usize) -> usize {
+    let needle = MAGIC.to_le_bytes();
+    bytes.get(from..).and_then(|rest| rest.windows(4).position(|w| w == needle)).map_or(bytes.len(), |p| from + p)
+}
+
+/// One frame at the start of `bytes`, if it is whole and its checksum holds.
+fn read_frame(bytes: &[u8]) -> Option<(SpooledRecord, usize)> {
+    let mut r = Reader { bytes, at: 0 };
+    if r.u32()? != MAGIC {
+        return None;
+    }
+    let len = r.u32()? as usize;
+    let crc = r.u32()?;
+    if !(FRAME_FIXED..=MAX_FRAME).contains(&len) || bytes.len() < FRAME_HEAD + len {
+        return None;
+    }
+    let checked = &bytes[FRAME_HEAD..FRAME_HEAD + len];
+    if crc32fast::hash(checked) != crc {
+        return None;
+    }
+    let mut r = Reader { bytes: checked, at: 0 };
+    let seq = r.u64()?;
+    let appended_at_ms = r.u64()?;
+    let topic = r.text16()?;
+    let key = r.text32()?;
+    let count = r.u16()?;
+    let mut headers = Vec::with_capacity(usize::from(count));
+    for _ in 0..count {
+        headers.push((r.text16()?, r.text32()?));
+    }
+    let payload_len = r.u32()? as usize;
+    let payload = r.take(payload_len)?.to_vec();
+    (r.at == checked.len()).then_some(())?;
+    Some((SpooledRecord { seq, appended_at_ms, topic, key, headers, payload }, FRAME_HEAD + len))
+}
+
+/// Bounds-checked little-endian reads.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let slice = self.bytes.get(self.at..self.at.checked_add(n)?)?;
+        self.at += n;
+        Some(slice)
+    }
+    fn u16(&mut self) -> Option<u16> {
+        Some(u16::from_le_bytes(self.take(2)?.try_into().ok()?))
+    }
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+    fn text16(&mut self) -> Option<String> {
+        let n = usize::from(self.u16()?);
+        String::from_utf8(self.take(n)?.to_vec()).ok()
+    }
+    fn text32(&mut self) -> Option<String> {
+        let n = self.u32()? as usize;
+        String::from_utf8(self.take(n)?.to_vec()).ok()
+    }
+}

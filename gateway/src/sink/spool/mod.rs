@@ -1,0 +1,58 @@
+//! The spool: when Kafka does not acknowledge a request's records within
+//! `spool.ack_timeout_ms` (or the producer is broken), they are appended to
+//! an append-only, segmented, checksummed log on local disk and fsynced
+//! (group commit), and only then answered `200` with the outcome
+//! `spooled`. A background replay produces them to Kafka with their
+//! original key and headers through the same idempotent producer.
+//!
+//! Per-key order: from the first spooled record until replay has caught up
+//! with everything appended, *every* new record goes to the spool, behind
+//! what it holds, and replay is strictly in append order (a record whose
+//! first send is still in flight is waited for, never overtaken). So a
+//! record answered before another was sent is in Kafka before it.
+
+pub mod cli;
+mod config;
+mod format;
+mod replay;
+mod sink;
+mod store;
+mod writer;
+
+use std::path::Path;
+
+pub use config::SpoolConfig;
+pub use format::{Damage, SEGMENT_HEADER, SpooledRecord, scan};
+pub use sink::{SpoolSink, SpoolStatus};
+pub use store::{Recovered, recover};
+
+/// Why the spool cannot take records, or cannot be opened.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SpoolError {
+    /// `spool.max_bytes` is reached.
+    #[error("Kafka is unavailable and the spool is full ({0} bytes, spool.max_bytes)")]
+    Full(u64),
+    /// The oldest spooled record is older than `spool.max_age_secs`.
+    #[error("Kafka is unavailable and the spool's oldest record is older than {0} s (spool.max_age_secs)")]
+    TooOld(u64),
+    /// Another process holds the spool directory.
+    #[error("the spool directory {0} is locked by another gateway process")]
+    Locked(String),
+    /// The disk failed.
+    #[error("spool {path}: {message}")]
+    Io {
+        /// The file or directory.
+        path: String,
+        /// The operating system's error.
+        message: String,
+    },
+    /// The writer thread is gone (the process is stopping).
+    #[error("the spool writer has stopped")]
+    Stopped,
+}
+
+impl SpoolError {
+    fn io(path: &Path, error: std::io::Error) -> Self {
+        Self::Io { path: path.display().to_string(), message: error.to_string() }
+    }
+}

@@ -1,0 +1,265 @@
+//! The background replay: reads spooled records in sequence order and
+//! produces them with their original topic, key, headers and payload
+//! through the gateway's own idempotent producer, one round at a time. A
+//! record whose first send is still in flight is waited for, and skipped if
+//! that send was acknowledged; a sealed segment is deleted once every one
+//! of its records is in Kafka. When replay holds everything the writer
+//! appended, the writer deletes the rest and requests go direct again.
+
+use std::collections::VecDeque;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::Sender;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use super::format::{self, SpooledRecord};
+use super::store::{Fate, Shared, write_checkpoint};
+use super::writer::Command;
+use crate::sink::{KafkaSink, SinkError};
+
+/// Pause when there is nothing to replay, or the next record's first send
+/// is still in flight.
+const IDLE: Duration = Duration::from_millis(50);
+/// Pause after a round Kafka did not fully acknowledge.
+const BACKOFF: Duration = Duration::from_secs(1);
+
+/// The replay loop's state.
+pub struct Replayer {
+    shared: Arc<Shared>,
+    kafka: KafkaSink,
+    writer: Sender<Command>,
+    batch: usize,
+    /// Records read from disk and not yet in Kafka, in sequence order.
+    queue: VecDeque<SpooledRecord>,
+    /// Segment being read (its first seq) and the offset read up to.
+    cursor: Option<(u64, u64)>,
+    /// Sealed segments read to the end: (first seq, path, highest seq read
+    /// by then, so every record of the segment is at or below it).
+    finished: Vec<(u64, PathBuf, Option<u64>)>,
+    /// The highest sequence number read from disk so far.
+    max_read: Option<u64>,
+}
+
+impl Replayer {
+    /// A replayer over `shared`, producing through `kafka`.
+    pub fn new(shared: Arc<Shared>, kafka: KafkaSink, writer: Sender<Command>, batch: usize) -> Self {
+        Self {
+            shared,
+            kafka,
+            writer,
+            batch,
+            queue: VecDeque::new(),
+            cursor: None,
+            finished: Vec::new(),
+            max_read: None,
+        }
+    }
+
+    /// Replays forever (until the process exits).
+    pub async fn run(mut self) {
+        loop {
+            match self.round().await {
+                Ok(true) => {}
+                Ok(false) => tokio::time::sleep(IDLE).await,
+                Err(error) => {
+                    tracing::warn!(%error, "Spool replay round failed; retrying");
+                    tokio::time::sleep(BACKOFF).await;
+                }
+            }
+        }
+    }
+
+    /// Replays until the spool is empty (for `gateway spool replay`);
+    /// returns the records produced.
+    pub async fn drain(mut self) -> Result<u64, String> {
+        loop {
+            match self.round().await {
+                Ok(true) => {}
+                Ok(false) if !self.shared.is_spooling() => {
+                    return Ok(self.shared.replayed_total.load(Ordering::SeqCst));
+                }
+                Ok(false) => tokio::time::sleep(IDLE).await,
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    /// One round: read, choose what to send, send, account. `Ok(false)`
+    /// when nothing could be done now.
+    async fn round(&mut self) -> Result<bool, String> {
+        self.fill()?;
+        if self.queue.is_empty() {
+            if self.shared.is_spooling() && self.read_everything() {
+                self.try_drain().await;
+            }
+            return Ok(false);
+        }
+        let (processed, send) = self.choose();
+        if processed == 0 {
+            return Ok(false);
+        }
+        let results = if send.is_empty() { Vec::new() } else { self.kafka.send_spooled(&send).await };
+        let mut failed = 0;
+        {
+            let mut fates = self.shared.fates();
+            for (record, result) in send.iter().zip(results) {
+                match result {
+                    Ok(_) => {
+                        fates.insert(record.seq, Fate::Delivered);
+                        self.shared.replayed_total.fetch_add(1, Ordering::SeqCst);
+                    }
+                    Err(SinkError::TooLarge) => {
+                        tracing::error!(seq = record.seq, topic = %record.topic, "Kafka refuses a spooled record as too large; it cannot be replayed");
+                        fates.insert(record.seq, Fate::Delivered);
+                    }
+                    Err(error) => {
+                        failed += 1;
+                        tracing::debug!(%error, seq = record.seq, "Spooled record not acknowledged; retrying");
+                    }
+                }
+            }
+        }
+        if failed > 0 {
+            tokio::time::sleep(BACKOFF).await;
+            return Ok(true);
+        }
+        self.advance(processed);
+        Ok(true)
+    }
+
+    /// The first records of the queue to handle now: stops at a record whose
+    /// first send is still in flight. Returns how many are handled and which
+    /// of them need sending (the others' first send was acknowledged).
+    fn choose(&self) -> (usize, Vec<SpooledRecord>) {
+        let fates = self.shared.fates();
+        let mut send = Vec::new();
+        let mut processed = 0;
+        for record in &self.queue {
+            if send.len() >= self.batch {
+                break;
+            }
+            match fates.get(&record.seq) {
+                Some(Fate::Pending) => break,
+                Some(Fate::Delivered) => {}
+                Some(Fate::Failed) | None => send.push(record.clone()),
+            }
+            processed += 1;
+        }
+        (processed, send)
+    }
+
+    /// Every one of the first `processed` records is in Kafka: drop them,
+    /// move the checkpoint and delete segments that hold nothing else.
+    fn advance(&mut self, processed: usize) {
+        let mut through = None;
+        {
+            let mut fates = self.shared.fates();
+            for record in self.queue.drain(..processed) {
+                fates.remove(&record.seq);
+                through = Some(record.seq + 1);
+            }
+        }
+        let Some(through) = through else { return };
+        self.shared.index().replayed_through = through;
+        if let Err(error) = write_checkpoint(&self.shared.dir, through) {
+            tracing::warn!(%error, "Cannot write the spool replay checkpoint; a restart would replay more again");
+        }
+        self.delete_finished(through);
+    }
+
+    /// Deletes sealed, fully read segments whose every record is below `through`.
+    fn delete_finished(&mut self, through: u64) {
+        let (done, keep): (Vec<_>, Vec<_>) =
+            self.finished.drain(..).partition(|(_, _, last)| last.is_none_or(|last| last < through));
+        self.finished = keep;
+        for (first_seq, path, _) in done {
+            if let Err(error) = std::fs::remove_file(&path) {
+                tracing::warn!(%error, segment = %path.display(), "Cannot delete a replayed spool segment");
+            }
+            self.shared.index().segments.retain(|s| s.first_seq != first_seq);
+            tracing::info!(segment = %path.display(), "Spool segment replayed and deleted");
+        }
+    }
+
+    /// True when every segment has been read to its committed end.
+    fn read_everything(&self) -> bool {
+        let index = self.shared.index();
+        match (self.cursor, index.segments.back()) {
+            (_, None) => true,
+            (Some((seq, offset)), Some(last)) => seq == last.first_seq && offset >= last.len,
+            (None, Some(_)) => false,
+        }
+    }
+
+    /// Asks the writer to end spooling if nothing was appended meanwhile.
+    async fn try_drain(&mut self) {
+        let through = self.shared.index().replayed_through;
+        let (reply, answer) = oneshot::channel();
+        if self.writer.send(Command::Drain { through, reply }).is_err() {
+            return;
+        }
+        if answer.await.unwrap_or(false) {
+            self.cursor = None;
+            self.finished.clear();
+            if let Err(error) = write_checkpoint(&self.shared.dir, through) {
+                tracing::warn!(%error, "Cannot write the spool replay checkpoint");
+            }
+        }
+    }
+
+    /// Reads more records from disk until the queue holds two rounds' worth
+    /// or everything committed so far is read.
+    fn fill(&mut self) -> Result<(), String> {
+        while self.queue.len() < self.batch * 2 {
+            let (segment, next) = {
+                let index = self.shared.index();
+                let at = match self.cursor {
+                    Some((seq, _)) => index.segments.iter().position(|s| s.first_seq == seq),
+                    None => (!index.segments.is_empty()).then_some(0),
+                };
+                let Some(at) = at else {
+                    self.cursor = None;
+                    return Ok(());
+                };
+                (index.segments[at].clone(), index.segments.get(at + 1).map(|s| s.first_seq))
+            };
+            let offset = match self.cursor {
+                Some((seq, offset)) if seq == segment.first_seq => offset,
+                _ => format::SEGMENT_HEADER.len() as u64,
+            };
+            if offset < segment.len {
+                let bytes = read_range(&segment.path, offset, segment.len).map_err(|e| e.to_string())?;
+                let floor = self.shared.index().replayed_through;
+                let scan = format::scan(&bytes, offset);
+                if let Some(last) = scan.records.last() {
+                    self.max_read = self.max_read.max(Some(last.seq));
+                }
+                self.queue.extend(scan.records.into_iter().filter(|r| r.seq >= floor));
+                self.cursor = Some((segment.first_seq, segment.len));
+            } else {
+                self.cursor = Some((segment.first_seq, offset));
+            }
+            if segment.sealed && !self.finished.iter().any(|(s, _, _)| *s == segment.first_seq) {
+                self.finished.push((segment.first_seq, segment.path.clone(), self.max_read));
+            }
+            match next {
+                Some(next) if segment.sealed => self.cursor = Some((next, format::SEGMENT_HEADER.len() as u64)),
+                _ => return Ok(()),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Bytes `[from, to)` of `path`.
+fn read_range(path: &std::path::Path, from: u64, to: u64) -> std::io::Result<Vec<u8>> {
+    let mut file = std::fs::File::open(path)?;
+    file.seek(SeekFrom::Start(from))?;
+    let mut bytes = vec![0; usize::try_from(to - from).map_err(std::io::Error::other)?];
+    file.read_exact(&mut bytes)?;
+    Ok(bytes)
+}

@@ -1,0 +1,224 @@
+//! The spool's shared state: its segment files, the next sequence number,
+//! what is on disk and how old it is, the fate of records whose first send
+//! to Kafka is still in flight, and opening a directory left by a previous
+//! process (recovery reads every segment and reports damage).
+
+use std::collections::{HashMap, VecDeque};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use super::SpoolError;
+use super::format::{self, Damage};
+
+/// The lock file: one process per spool directory.
+pub const LOCK_FILE: &str = "spool.lock";
+/// Everything with a lower sequence number is in Kafka (written after each replay round).
+pub const CHECKPOINT_FILE: &str = "replayed";
+
+/// One segment file.
+#[derive(Debug, Clone)]
+pub struct Segment {
+    /// Its file.
+    pub path: PathBuf,
+    /// The sequence number of its first record (its file name).
+    pub first_seq: u64,
+    /// Bytes fsynced (the writer's committed length); the reader stops there.
+    pub len: u64,
+    /// No more appends: the writer moved on, or a previous process wrote it.
+    pub sealed: bool,
+}
+
+/// What became of a record's first send to Kafka, which was still in
+/// flight when the record was spooled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fate {
+    /// Not known yet: replay waits, so the record is not sent twice.
+    Pending,
+    /// Kafka acknowledged the first send: replay skips the record.
+    Delivered,
+    /// The first send failed: replay sends the record.
+    Failed,
+}
+
+/// Mutable state behind one lock.
+#[derive(Debug, Default)]
+pub struct Index {
+    /// Oldest first.
+    pub segments: VecDeque<Segment>,
+    /// The sequence number the next record gets.
+    pub next_seq: u64,
+    /// Every record below this is in Kafka (or was lost to damage and reported).
+    pub replayed_through: u64,
+    /// (last seq, appended at ms) per group commit, for the oldest record's age.
+    pub groups: VecDeque<(u64, u64)>,
+}
+
+impl Index {
+    /// Bytes of every segment file.
+    pub fn bytes(&self) -> u64 {
+        self.segments.iter().map(|s| s.len).sum()
+    }
+
+    /// Milliseconds since the epoch of the oldest record not yet in Kafka.
+    pub fn oldest_ms(&self) -> Option<u64> {
+        self.groups.iter().find(|(last, _)| *last >= self.replayed_through).map(|(_, at)| *at)
+    }
+}
+
+/// Shared by the writer thread, the replayer and the request path.
+#[derive(Debug)]
+pub struct Shared {
+    /// The spool directory.
+    pub dir: PathBuf,
+    /// Segments, sequence numbers, ages.
+    index: Mutex<Index>,
+    /// While true every new record goes to the spool, behind what it holds
+    /// (per-key order); false once replay caught up with the writer.
+    pub spooling: AtomicBool,
+    /// First sends still in flight for spooled records, by sequence number.
+    fates: Mutex<HashMap<u64, Fate>>,
+    /// Records appended since start.
+    pub appended_total: AtomicU64,
+    /// Records acknowledged by Kafka through replay since start.
+    pub replayed_total: AtomicU64,
+    /// Damaged spans found (torn tails and checksum failures).
+    pub damaged_total: AtomicU64,
+    /// Kept open for its lock; released when the process exits.
+    _lock: File,
+}
+
+impl Shared {
+    /// Opens (creating) `dir`, takes its lock, and reads what a previous
+    /// process left: every segment is sealed and will be replayed first.
+    pub fn open(dir: &Path) -> Result<Self, SpoolError> {
+        std::fs::create_dir_all(dir).map_err(|e| SpoolError::io(dir, e))?;
+        let lock_path = dir.join(LOCK_FILE);
+        let lock = File::options().create(true).truncate(false).write(true).open(&lock_path);
+        let lock = lock.map_err(|e| SpoolError::io(&lock_path, e))?;
+        lock.try_lock().map_err(|_| SpoolError::Locked(dir.display().to_string()))?;
+        let recovered = recover(dir)?;
+        let spooling = !recovered.index.segments.is_empty();
+        Ok(Self {
+            dir: dir.to_owned(),
+            index: Mutex::new(recovered.index),
+            spooling: AtomicBool::new(spooling),
+            fates: Mutex::new(HashMap::new()),
+            appended_total: AtomicU64::new(0),
+            replayed_total: AtomicU64::new(0),
+            damaged_total: AtomicU64::new(recovered.damage.len() as u64),
+            _lock: lock,
+        })
+    }
+
+    /// The index, even if a thread panicked holding it (its data stays consistent).
+    pub fn index(&self) -> MutexGuard<'_, Index> {
+        self.index.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The fate table.
+    pub fn fates(&self) -> MutexGuard<'_, HashMap<u64, Fate>> {
+        self.fates.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// True while new records must go behind spooled ones.
+    pub fn is_spooling(&self) -> bool {
+        self.spooling.load(Ordering::SeqCst)
+    }
+}
+
+/// What recovery found in a spool directory.
+pub struct Recovered {
+    /// Segments (all sealed), next sequence number, checkpoint, ages.
+    pub index: Index,
+    /// Damage per segment file.
+    pub damage: Vec<(PathBuf, Damage)>,
+    /// Valid records per segment file.
+    pub records: Vec<(PathBuf, usize)>,
+}
+
+/// Reads every segment of `dir` (oldest first) and the replay checkpoint,
+/// logging each damaged span. Nothing is modified.
+pub fn recover(dir: &Path) -> Result<Recovered, SpoolError> {
+    let checkpoint = read_checkpoint(dir);
+    let mut out = Recovered {
+        index: Index { next_seq: checkpoint, replayed_through: checkpoint, ..Index::default() },
+        damage: Vec::new(),
+        records: Vec::new(),
+    };
+    for (first_seq, path) in segment_files(dir)? {
+        let bytes = std::fs::read(&path).map_err(|e| SpoolError::io(&path, e))?;
+        let body = bytes.get(format::SEGMENT_HEADER.len()..).unwrap_or_default();
+        let mut scan = format::scan(body, format::SEGMENT_HEADER.len() as u64);
+        if !bytes.starts_with(format::SEGMENT_HEADER) {
+            scan.damage.insert(0, Damage { offset: 0, len: bytes.len().min(8) as u64, torn_tail: false });
+        }
+        for damage in &scan.damage {
+            report_damage(&path, damage);
+            out.damage.push((path.clone(), *damage));
+        }
+        let live: Vec<_> = scan.records.iter().filter(|r| r.seq >= checkpoint).collect();
+        if let (Some(first), Some(last)) = (live.first(), scan.records.last()) {
+            out.index.groups.push_back((last.seq, first.appended_at_ms));
+        }
+        if let Some(last) = scan.records.last() {
+            out.index.next_seq = out.index.next_seq.max(last.seq + 1);
+        }
+        out.records.push((path.clone(), live.len()));
+        out.index.segments.push_back(Segment { path, first_seq, len: bytes.len() as u64, sealed: true });
+    }
+    Ok(out)
+}
+
+/// Logs a damaged span: the records in it are not replayed.
+pub fn report_damage(path: &Path, damage: &Damage) {
+    let what = if damage.torn_tail { "torn tail" } else { "checksum failure" };
+    tracing::error!(
+        segment = %path.display(),
+        offset = damage.offset,
+        bytes = damage.len,
+        "Spool segment damaged ({what}); the damaged bytes are skipped and the rest is replayed"
+    );
+}
+
+/// `(first seq, path)` of every segment file, oldest first.
+pub fn segment_files(dir: &Path) -> Result<Vec<(u64, PathBuf)>, SpoolError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| SpoolError::io(dir, e))?;
+    let mut files: Vec<(u64, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let path = e.path();
+            let seq = path.file_name()?.to_str()?.strip_suffix(".seg")?.parse().ok()?;
+            Some((seq, path))
+        })
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// The file name of the segment whose first record is `seq`.
+pub fn segment_path(dir: &Path, seq: u64) -> PathBuf {
+    dir.join(format!("{seq:020}.seg"))
+}
+
+/// The replay checkpoint, 0 when there is none (or it is unreadable: that
+/// only means more records are replayed again).
+pub fn read_checkpoint(dir: &Path) -> u64 {
+    std::fs::read(dir.join(CHECKPOINT_FILE))
+        .ok()
+        .and_then(|b| b.get(..8).and_then(|b| b.try_into().ok()))
+        .map_or(0, u64::from_le_bytes)
+}
+
+/// Writes the checkpoint (write then rename, so it is never half written).
+pub fn write_checkpoint(dir: &Path, seq: u64) -> std::io::Result<()> {
+    let tmp = dir.join(format!("{CHECKPOINT_FILE}.tmp"));
+    std::fs::write(&tmp, seq.to_le_bytes())?;
+    std::fs::rename(tmp, dir.join(CHECKPOINT_FILE))
+}
+
+/// Milliseconds since the epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}

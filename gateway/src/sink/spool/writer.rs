@@ -1,0 +1,229 @@
+//! The one thread that appends to the spool. Group commit: it takes every
+//! append waiting in its channel, writes them as one buffer and fsyncs
+//! once, then answers them all; while it fsyncs, the next group gathers.
+
+use std::fs::File;
+use std::io::Write;
+use std::ops::Range;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, TryRecvError};
+
+use tokio::sync::oneshot;
+
+use super::format;
+use super::store::{Fate, Segment, Shared, now_ms, segment_path};
+use super::{SpoolConfig, SpoolError};
+
+/// Most appends folded into one write and fsync.
+const MAX_GROUP: usize = 4096;
+
+/// Where an append's answer goes: its sequence numbers, or why nothing was appended.
+pub type AppendReply = oneshot::Sender<Result<Range<u64>, SpoolError>>;
+
+/// One request's records to append.
+pub struct Append {
+    /// From [`format::encode_body`].
+    pub bodies: Vec<Vec<u8>>,
+    /// True when the records' first send is still in flight (their fate is pending).
+    pub in_flight: bool,
+    /// Answered once the group is fsynced.
+    pub reply: AppendReply,
+}
+
+/// A group framed into one buffer, ready to write.
+struct Group {
+    buf: Vec<u8>,
+    /// Each accepted append's sequence numbers and reply.
+    answers: Vec<(Range<u64>, AppendReply)>,
+    /// Sequence numbers whose first send is in flight.
+    pending: Vec<u64>,
+    /// The sequence number after the group.
+    next: u64,
+}
+
+/// What the writer thread is asked.
+pub enum Command {
+    /// Append records; answer once fsynced.
+    Append(Append),
+    /// Replay has everything below `through` in Kafka: if nothing newer was
+    /// appended, delete the segments and let requests go to Kafka directly.
+    Drain {
+        /// Replay's position.
+        through: u64,
+        /// Whether the spool is now empty and direct.
+        reply: oneshot::Sender<bool>,
+    },
+}
+
+/// The writer thread's own state.
+pub struct Writer {
+    shared: Arc<Shared>,
+    config: SpoolConfig,
+    /// The segment being appended to.
+    active: Option<File>,
+}
+
+impl Writer {
+    /// A writer for `shared`; it opens a new segment at its first append
+    /// (never appending to a segment a previous process may have torn).
+    pub fn new(shared: Arc<Shared>, config: SpoolConfig) -> Self {
+        Self { shared, config, active: None }
+    }
+
+    /// Serves commands until every sender is gone.
+    pub fn run(mut self, commands: Receiver<Command>) {
+        while let Ok(first) = commands.recv() {
+            let mut group = vec![first];
+            while group.len() < MAX_GROUP {
+                match commands.try_recv() {
+                    Ok(command) => group.push(command),
+                    Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+                }
+            }
+            let mut appends = Vec::new();
+            for command in group {
+                match command {
+                    Command::Append(append) => appends.push(append),
+                    Command::Drain { through, reply } => {
+                        self.commit(std::mem::take(&mut appends));
+                        let _ = reply.send(self.drain(through));
+                    }
+                }
+            }
+            self.commit(appends);
+        }
+    }
+
+    /// Appends a group with one write and one fsync, then answers each.
+    fn commit(&mut self, appends: Vec<Append>) {
+        if appends.is_empty() {
+            return;
+        }
+        let now = now_ms();
+        let group = self.frame(appends, now);
+        let Some(first) = group.answers.first().map(|(range, _)| range.start) else { return };
+        let written = self.write(&group.buf, first);
+        if written.is_ok() && !group.pending.is_empty() {
+            let mut fates = self.shared.fates();
+            fates.extend(group.pending.iter().map(|seq| (*seq, Fate::Pending)));
+        }
+        self.publish(group.next, now, &group.buf, written.is_ok());
+        for (range, reply) in group.answers {
+            let _ = reply.send(written.clone().map(|()| range));
+        }
+    }
+
+    /// Numbers and frames every append the bounds allow; refuses the others.
+    fn frame(&self, appends: Vec<Append>, now: u64) -> Group {
+        let (next, base_bytes, oldest) = {
+            let index = self.shared.index();
+            (index.next_seq, index.bytes(), index.oldest_ms())
+        };
+        let too_old = oldest.is_some_and(|at| now.saturating_sub(at) > self.config.max_age_secs * 1000);
+        let mut group =
+            Group { buf: Vec::new(), answers: Vec::with_capacity(appends.len()), pending: Vec::new(), next };
+        for Append { bodies, in_flight, reply } in appends {
+            let size: u64 = bodies.iter().map(|b| b.len() as u64 + 28).sum();
+            if too_old {
+                let _ = reply.send(Err(SpoolError::TooOld(self.config.max_age_secs)));
+                continue;
+            }
+            if base_bytes + group.buf.len() as u64 + size > self.config.max_bytes {
+                let _ = reply.send(Err(SpoolError::Full(self.config.max_bytes)));
+                continue;
+            }
+            let first = group.next;
+            for body in &bodies {
+                format::frame(group.next, now, body, &mut group.buf);
+                group.next += 1;
+            }
+            if in_flight {
+                group.pending.extend(first..group.next);
+            }
+            group.answers.push((first..group.next, reply));
+        }
+        group
+    }
+
+    /// Makes the group visible to replay and metrics (sequence numbers are
+    /// used up even when the write failed: frames may be half on disk).
+    fn publish(&mut self, next: u64, now: u64, buf: &[u8], written: bool) {
+        let mut index = self.shared.index();
+        index.next_seq = next;
+        if written {
+            if let Some(active) = index.segments.back_mut().filter(|s| !s.sealed) {
+                active.len += buf.len() as u64;
+            }
+            index.groups.push_back((next - 1, now));
+            drop(index);
+            let started = !self.shared.spooling.swap(true, Ordering::SeqCst);
+            if started {
+                tracing::warn!(dir = %self.shared.dir.display(), "Spooling started: new records go to the local spool until replay catches up");
+            }
+        } else if let Some(active) = index.segments.back_mut() {
+            active.sealed = true;
+        }
+    }
+
+    /// Writes and fsyncs `buf` to the active segment, starting one when needed.
+    fn write(&mut self, buf: &[u8], first_seq: u64) -> Result<(), SpoolError> {
+        let roll = {
+            let index = self.shared.index();
+            index.segments.back().is_none_or(|s| s.sealed || s.len >= self.config.segment_bytes)
+        };
+        if roll || self.active.is_none() {
+            self.start_segment(first_seq)?;
+        }
+        let dir = self.shared.dir.clone();
+        let file = self.active.as_mut().ok_or_else(|| SpoolError::io(&dir, std::io::Error::other("no segment")))?;
+        let outcome =
+            file.write_all(buf).and_then(|()| if self.config.unsafe_skip_fsync { Ok(()) } else { file.sync_data() });
+        if let Err(error) = outcome {
+            tracing::error!(%error, "Spool write failed; those requests get 503");
+            self.active = None;
+            return Err(SpoolError::io(&dir, error));
+        }
+        Ok(())
+    }
+
+    /// Seals the active segment and creates the next (fsyncing the
+    /// directory so the new file's name survives a crash).
+    fn start_segment(&mut self, first_seq: u64) -> Result<(), SpoolError> {
+        let path = segment_path(&self.shared.dir, first_seq);
+        let mut file =
+            File::options().create_new(true).append(true).open(&path).map_err(|e| SpoolError::io(&path, e))?;
+        file.write_all(format::SEGMENT_HEADER).map_err(|e| SpoolError::io(&path, e))?;
+        if !self.config.unsafe_skip_fsync {
+            file.sync_all().map_err(|e| SpoolError::io(&path, e))?;
+            File::open(&self.shared.dir).and_then(|d| d.sync_all()).map_err(|e| SpoolError::io(&path, e))?;
+        }
+        let mut index = self.shared.index();
+        if let Some(last) = index.segments.back_mut() {
+            last.sealed = true;
+        }
+        let len = format::SEGMENT_HEADER.len() as u64;
+        index.segments.push_back(Segment { path, first_seq, len, sealed: false });
+        self.active = Some(file);
+        Ok(())
+    }
+
+    /// Deletes every segment when replay holds everything appended.
+    fn drain(&mut self, through: u64) -> bool {
+        let mut index = self.shared.index();
+        if index.next_seq != through || !self.shared.is_spooling() {
+            return !self.shared.is_spooling();
+        }
+        self.active = None;
+        for segment in index.segments.drain(..) {
+            if let Err(error) = std::fs::remove_file(&segment.path) {
+                tracing::warn!(%error, segment = %segment.path.display(), "Cannot delete a replayed spool segment");
+            }
+        }
+        index.groups.clear();
+        index.replayed_through = through;
+        self.shared.spooling.store(false, Ordering::SeqCst);
+        tracing::info!(through, "Spooling ended: every spooled record is in Kafka; producing directly again");
+        true
+    }
+}
