@@ -76,6 +76,8 @@ pub struct Admission<'a> {
     pub max_event_bytes: usize,
     /// Where contract violations are counted, by schema and rollout.
     pub metrics: &'a crate::telemetry::Metrics,
+    /// Registry ids of framed domains' schemas (Confluent wire format).
+    pub schema_ids: &'a crate::registry::SchemaIds,
 }
 
 /// The contract an event is checked against: a catalog event, an identity
@@ -319,7 +321,7 @@ impl Admission<'_> {
         OutRecord {
             topic: route.topic.clone(),
             key: route.key.clone(),
-            payload: event.to_string().into_bytes(),
+            payload: self.schema_ids.payload(&route.schema, &route.version, event.to_string().into_bytes()),
             headers: self.headers(message_id, Some(route)),
         }
     }
