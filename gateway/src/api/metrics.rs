@@ -4,8 +4,12 @@ use actix_web::{HttpResponse, web};
 
 use crate::AppState;
 
-/// Renders every metric; the producer queue depth is read at scrape time.
+/// Renders every metric; the producer queue depth, its high-water mark and
+/// readiness (the same probe as `/readyz`) are read at scrape time.
 pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
     state.metrics.queue_depth.set(state.sink.queue_depth());
+    let high_water = state.config.kafka.backpressure_threshold();
+    state.metrics.queue_high_water.set(i64::try_from(high_water).unwrap_or(i64::MAX));
+    state.metrics.ready.set(i64::from(state.sink.check_ready().await.is_ok()));
     HttpResponse::Ok().content_type("text/plain; version=0.0.4; charset=utf-8").body(state.metrics.render())
 }
