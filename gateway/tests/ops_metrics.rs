@@ -20,9 +20,8 @@ fn metric_names(expr: &str) -> BTreeSet<String> {
     let mut i = 0;
     while let Some(at) = expr[i..].find("eventgw_") {
         let start = i + at;
-        let end = expr[start..]
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .map_or(expr.len(), |n| start + n);
+        let end =
+            expr[start..].find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(expr.len(), |n| start + n);
         let preceded = start > 0 && (bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_');
         if !preceded {
             names.insert(expr[start..end].to_owned());
@@ -55,8 +54,9 @@ fn label_names(expr: &str) -> BTreeSet<String> {
 /// Every expression of the dashboard and the alert rules, with where it is.
 fn expressions() -> Vec<(String, String)> {
     let ops = common::repo_root().join("gateway/ops");
-    let dashboard: Value = serde_json::from_str(&std::fs::read_to_string(ops.join("dashboard.json")).expect("dashboard"))
-        .expect("dashboard is JSON");
+    let dashboard: Value =
+        serde_json::from_str(&std::fs::read_to_string(ops.join("dashboard.json")).expect("dashboard"))
+            .expect("dashboard is JSON");
     let mut out = Vec::new();
     for panel in dashboard["panels"].as_array().expect("panels") {
         for target in panel["targets"].as_array().expect("targets") {
@@ -141,7 +141,11 @@ async fn every_metric_in_the_dashboard_and_the_alerts_is_exported() {
         }
     }
     assert!(problems.is_empty(), "{}\n--- /metrics ---\n{text}", problems.join("\n"));
-    assert_eq!(families.get("eventgw_ready").map(|_| text.contains("eventgw_ready 1")), Some(true), "ready with Kafka up");
+    assert_eq!(
+        families.get("eventgw_ready").map(|_| text.contains("eventgw_ready 1")),
+        Some(true),
+        "ready with Kafka up"
+    );
 }
 
 #[test]
