@@ -263,7 +263,7 @@ pub async fn apply(
             Change::Compatibility { subject, to, .. } => {
                 let body = json!({ "compatibility": to });
                 let (status, answer) = client.call(Method::PUT, &format!("/config/{subject}"), Some(&body)).await?;
-                (status != 200).then(|| (status, answer))
+                (status != 200).then_some((status, answer))
             }
             Change::Register { subject, version, schema, .. } => {
                 let body = json!({ "schemaType": "JSON", "schema": schema.to_string() });
