@@ -38,6 +38,33 @@ pub struct Config {
     /// The local disk spool that takes events while Kafka cannot; off unless enabled.
     #[serde(default)]
     pub spool: crate::sink::spool::SpoolConfig,
+    /// The Schema Registry, needed when a domain's `wire_format` is `confluent`.
+    #[serde(default)]
+    pub registry: Option<RegistryConfig>,
+}
+
+/// The Schema Registry holding the catalog's schemas (`eventgw-catalog
+/// registry apply`), whose ids framed records carry.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegistryConfig {
+    /// Its Confluent-compatible API, e.g. `http://127.0.0.1:18481/apis/ccompat/v7`.
+    pub url: String,
+    /// Where the ids are cached, so a start-up with the registry down still
+    /// frames records; relative to the working directory.
+    #[serde(default = "default_registry_cache")]
+    pub cache_file: PathBuf,
+    /// Longest wait for one registry answer.
+    #[serde(default = "default_registry_timeout_ms")]
+    pub timeout_ms: u64,
+}
+
+fn default_registry_cache() -> PathBuf {
+    PathBuf::from(".cache/registry-ids.json")
+}
+
+fn default_registry_timeout_ms() -> u64 {
+    3000
 }
 
 /// Trusted JWT issuers.

@@ -15,6 +15,7 @@ pub mod enrich;
 pub mod error;
 pub mod pipeline;
 pub mod quota;
+pub mod registry;
 pub mod server;
 pub mod sink;
 pub mod telemetry;
@@ -47,6 +48,9 @@ pub struct AppState {
     pub clients: enrich::ClientResolver,
     /// Counters and histograms for `/metrics`.
     pub metrics: telemetry::Metrics,
+    /// Schema Registry ids of framed domains' schemas; empty until
+    /// [`registry::start`], refreshed on reload.
+    pub schema_ids: arc_swap::ArcSwap<registry::SchemaIds>,
 }
 
 /// Why the gateway cannot start.
@@ -89,6 +93,7 @@ impl AppState {
             clock: Arc::new(Utc::now),
             clients,
             metrics: telemetry::Metrics::new(),
+            schema_ids: arc_swap::ArcSwap::from_pointee(registry::SchemaIds::default()),
         })
     }
 

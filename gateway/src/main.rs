@@ -75,6 +75,7 @@ async fn serve(config: Config, path: PathBuf) -> anyhow::Result<()> {
     let listen = config.server.listen;
     let listener = TcpListener::bind(listen).with_context(|| format!("cannot listen on {listen}"))?;
     let state = Arc::new(AppState::serving(config)?);
+    gateway::registry::start(&state).await?;
     tracing::info!(%listen, events = state.catalog.events().len(), "Gateway listening");
     actix_web::rt::spawn(reload_on_sighup(Arc::clone(&state), path));
     gateway::serve(Arc::clone(&state), listener)?.await?;
@@ -98,6 +99,7 @@ async fn reload_on_sighup(state: Arc<AppState>, path: PathBuf) {
     };
     while hangups.recv().await.is_some() {
         let outcome = Config::load(&path).map_err(anyhow::Error::from).and_then(|c| Ok(state.reload(&c)?));
+        gateway::registry::refresh(&state).await;
         match outcome {
             Ok(()) => {
                 tracing::info!(file = %path.display(), "Configuration reloaded: sources, keys, issuers and quotas")

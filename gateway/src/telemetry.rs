@@ -25,6 +25,11 @@ pub struct Metrics {
     pub produce_latency: Histogram,
     /// Records the producer holds that Kafka has not acknowledged yet.
     pub queue_depth: IntGauge,
+    /// The queue depth past which requests get 503 backpressure, so an
+    /// alert can compare the depth with it (gateway/ops/alerts.yml).
+    pub queue_high_water: IntGauge,
+    /// 1 while `/readyz` would answer 200 (Kafka answers), else 0; set at scrape time.
+    pub ready: IntGauge,
     /// The local spool, read at scrape time (all zero when it is off).
     pub spool: SpoolMetrics,
 }
@@ -130,6 +135,16 @@ impl Metrics {
             .expect("static gauge");
         registry.register(Box::new(queue_depth.clone())).expect("registered once");
         let spool = SpoolMetrics::new(&registry);
+        let gauge = |name: &str, help: &str| {
+            let g = IntGauge::new(name, help).expect("static gauge");
+            registry.register(Box::new(g.clone())).expect("registered once");
+            g
+        };
+        let queue_high_water = gauge(
+            "eventgw_producer_queue_high_water",
+            "Queue depth above which requests are refused with 503 backpressure.",
+        );
+        let ready = gauge("eventgw_ready", "1 when Kafka answers a metadata request (what /readyz checks), else 0.");
         Self {
             registry,
             spool,
@@ -140,6 +155,8 @@ impl Metrics {
             contract_violations,
             produce_latency,
             queue_depth,
+            queue_high_water,
+            ready,
         }
     }
 

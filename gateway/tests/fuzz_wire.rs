@@ -166,6 +166,7 @@ fn event_validation_never_panics_and_ids_travel_as_headers() {
         clients: &state.clients,
         max_event_bytes: state.config.limits.max_event_bytes,
         metrics: &state.metrics,
+        schema_ids: &state.schema_ids.load(),
     };
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig { cases: 512, ..ProptestConfig::default() });
     runner

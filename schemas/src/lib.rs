@@ -17,4 +17,6 @@ mod spec;
 pub use catalog::{Catalog, Checked, Domain, EventSchema, EventType, SchemaViolation, Violation};
 pub use error::CatalogError;
 pub use key::KeyPath;
-pub use spec::{Compatibility, DomainSource, DomainSpec, EventSpec, Rollout, SchemaDocument, TopicSettings};
+pub use spec::{
+    Compatibility, DomainSource, DomainSpec, EventSpec, Rollout, SchemaDocument, TopicSettings, WireFormat,
+};

@@ -28,6 +28,10 @@ pub struct DomainSpec {
     /// The rest of the topic's settings, provisioned by `topics apply`.
     #[serde(default)]
     pub topic_settings: TopicSettings,
+    /// How record values are written on the topic: plain JSON (the
+    /// default) or framed with the Schema Registry id of their schema.
+    #[serde(default, skip_serializing_if = "WireFormat::is_json")]
+    pub wire_format: WireFormat,
     /// Events by the name clients send (`event` of a track call, or the
     /// conventional names `Page Viewed` and `Screen Viewed`).
     pub events: BTreeMap<String, EventSpec>,
@@ -76,6 +80,34 @@ impl TopicSettings {
         put("min.insync.replicas", self.min_insync_replicas.map(|v| v.to_string()));
         put("cleanup.policy", self.cleanup_policy.clone());
         configs
+    }
+}
+
+/// How the gateway writes a domain's record values.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WireFormat {
+    /// The event as JSON, nothing else: readable by any consumer.
+    #[default]
+    Json,
+    /// Confluent's framing: magic byte 0, the schema's 4-byte big-endian
+    /// Schema Registry id, then the JSON, so registry-aware consumers
+    /// (Kafka Connect's JSON Schema converter, ksqlDB, Flink, the Confluent
+    /// deserializers) find each record's schema.
+    Confluent,
+}
+
+impl WireFormat {
+    /// The name used in catalog files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Json => "json",
+            Self::Confluent => "confluent",
+        }
+    }
+
+    fn is_json(&self) -> bool {
+        *self == Self::Json
     }
 }
 

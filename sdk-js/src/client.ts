@@ -3,6 +3,7 @@
 // only when the gateway answered for it (or it was handed to a beacon), and a
 // resend carries the same messageId, so downstream can drop duplicates.
 
+import { debugChecker } from "./debug";
 import { autoContext, pageInfo } from "./context";
 import { backoff, retryable, settings, type ConsentState, type Options, type Settings } from "./options";
 import { chunks, item, Queue, type Event, type Item } from "./queue";
@@ -42,6 +43,8 @@ export class Client {
   private attempts = 0;
   /** The snippet's call time, while replaying its queued calls. */
   private replayAt?: number;
+  /** Debug mode's in-browser check of each event (lazily loaded). */
+  private check?: (e: Event) => void;
 
   constructor(o: Options) {
     this.opts = settings(o);
@@ -54,6 +57,8 @@ export class Client {
     this.fetch = this.opts.fetch || (typeof fetch == "function" ? fetch.bind(globalThis) : undefined);
     this.queue = new Queue(this.store(), "eventgw.q." + this.opts.writeKey, this.opts.maxQueueEvents, this.opts.maxQueueBytes);
     this.loadIdentity();
+    const d = this.opts.debug;
+    if (d && typeof location != "undefined") this.check = debugChecker(d === true ? {} : d, this.opts.host || origin);
     if (typeof addEventListener == "function" && typeof document != "undefined") {
       // pagehide is the last reliable moment on desktop; visibilitychange to
       // hidden is the last one on mobile, where pages are often killed unseen.
@@ -162,6 +167,7 @@ export class Client {
     };
     if (this.userId) e.userId = this.userId;
     if (this.state == "denied") return e.messageId;
+    if (this.check) this.check(e);
     const i = item(e);
     if (i.n > this.opts.maxEventBytes) this.queue.drop("too_large", 1);
     else this.queue.push(i);

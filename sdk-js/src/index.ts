@@ -5,4 +5,5 @@ export { Client, createClient, type CallOptions } from "./client";
 export { LIBRARY } from "./context";
 export type { ConsentState, Options } from "./options";
 export type { CookieOptions } from "./storage";
+export type { CheckResult, DebugOptions } from "./debug";
 export { uuidv7 } from "./uuid";

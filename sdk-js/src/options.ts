@@ -1,6 +1,7 @@
 // Options and their defaults, in one place so the README table and the code
 // cannot drift apart silently.
 
+import type { DebugOptions } from "./debug";
 import type { CookieOptions } from "./storage";
 import type { Fetch } from "./transport";
 
@@ -45,10 +46,12 @@ export interface Options {
   context?: Record<string, unknown>;
   /** The fetch to send with (default: the global one; Node 18+ has it). */
   fetch?: Fetch;
+  /** Check every event in the browser with the gateway's own checker, loaded lazily (see debug.ts). */
+  debug?: boolean | DebugOptions;
 }
 
-export type Settings = Required<Omit<Options, "host" | "cookie" | "context" | "fetch">> &
-  Pick<Options, "host" | "cookie" | "context" | "fetch">;
+export type Settings = Required<Omit<Options, "host" | "cookie" | "context" | "fetch" | "debug">> &
+  Pick<Options, "host" | "cookie" | "context" | "fetch" | "debug">;
 
 export function settings(o: Options): Settings {
   return {

@@ -102,6 +102,7 @@ pub async fn ingest(
     let source = &principal.source;
     let received_at = (state.clock)();
     let received_at_text = crate::pipeline::format_time(received_at);
+    let schema_ids = state.schema_ids.load();
     let admission = Admission {
         catalog: &state.catalog,
         source,
@@ -115,6 +116,7 @@ pub async fn ingest(
         clients: &state.clients,
         max_event_bytes: state.config.limits.max_event_bytes,
         metrics: &state.metrics,
+        schema_ids: &schema_ids,
     };
     let planned = admission.admit_all(request.events);
     let refused = planned.iter().filter(|p| p.verdict.refuses_strict_batch()).count();

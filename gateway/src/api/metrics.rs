@@ -4,9 +4,13 @@ use actix_web::{HttpResponse, web};
 
 use crate::AppState;
 
-/// Renders every metric; the producer queue depth and the spool are read at scrape time.
+/// Renders every metric; the producer queue depth, its high-water mark,
+/// readiness (the same probe as `/readyz`) and the spool are read at scrape time.
 pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
     state.metrics.queue_depth.set(state.sink.queue_depth());
+    let high_water = state.config.kafka.backpressure_threshold();
+    state.metrics.queue_high_water.set(i64::try_from(high_water).unwrap_or(i64::MAX));
+    state.metrics.ready.set(i64::from(state.sink.check_ready().await.is_ok()));
     if let Some(spool) = state.sink.spool_status() {
         state.metrics.spool.observe(&spool);
     }

@@ -1,6 +1,6 @@
 //! `eventgw-catalog`: data contracts as code. Checks schema compatibility,
 //! explains the difference between two versions, writes the catalog site,
-//! and provisions topics from the catalog.
+//! provisions topics and registers schemas in a Schema Registry.
 
 use std::path::PathBuf;
 
@@ -16,6 +16,11 @@ const USAGE: &str = "usage: eventgw-catalog COMMAND
                                            write the catalog site (default target/catalog, checker from DIR/wasm/pkg)
   topics plan --config FILE                show what would change on the cluster
   topics apply --config FILE               make it so (refuses to shrink partitions)
+  registry plan [DIR] [--registry URL] [--config FILE]
+                                           compare every schema version with the Schema Registry
+  registry apply [DIR] [--registry URL] [--config FILE]
+                                           register what is missing, set each subject's compatibility;
+                                           all or nothing (subjects are <topic>-<domain>.<schema>)
 DIR defaults to ./schemas. Exit status: 0 ok, 1 a check failed or a change was refused, 2 usage or other errors.";
 
 fn main() {
@@ -60,6 +65,21 @@ fn run(args: &[String]) -> anyhow::Result<Report> {
                 .context(format!("topics needs --config FILE (the gateway's configuration)\n{USAGE}"))?;
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
             runtime.block_on(cli::topics(&config, *verb == "apply"))
+        }
+        ["registry", verb @ ("plan" | "apply"), rest @ ..] => {
+            let config = option("--config").map(|path| gateway::config::Config::load(&path)).transpose()?;
+            let dir = match (rest.first(), &config) {
+                (Some(dir), _) => PathBuf::from(dir),
+                (None, Some(config)) => config.catalog.dir.clone(),
+                (None, None) => cli::default_catalog_dir(),
+            };
+            let url = option("--registry")
+                .map(|u| u.to_string_lossy().into_owned())
+                .or_else(|| config.as_ref().and_then(|c| c.registry.as_ref()).map(|r| r.url.clone()))
+                .or_else(|| std::env::var("EVENTGW_REGISTRY_URL").ok())
+                .unwrap_or_else(|| cli::DEFAULT_REGISTRY_URL.to_owned());
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            runtime.block_on(cli::registry(&dir, &url, *verb == "apply"))
         }
         _ => bail!("{USAGE}"),
     }

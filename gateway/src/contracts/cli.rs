@@ -122,6 +122,52 @@ pub async fn topics(config_path: &Path, apply: bool) -> anyhow::Result<Report> {
     Ok(Report { text, ok: true })
 }
 
+/// Where `registry plan|apply` finds the registry when neither
+/// `--registry` nor the configuration's `[registry] url` says.
+pub const DEFAULT_REGISTRY_URL: &str = "http://127.0.0.1:18481/apis/ccompat/v7";
+
+/// `registry plan|apply`: compares every catalog version with the registry;
+/// with `apply`, registers what is missing and sets each subject's
+/// compatibility, all or nothing. A refusal fails and leaves the registry
+/// as it was.
+pub async fn registry(dir: &Path, url: &str, apply: bool) -> anyhow::Result<Report> {
+    use super::registry as sync;
+    let sources = load_sources(dir)?;
+    let declared = sync::declared(&sources);
+    let client = crate::registry::RegistryClient::new(url, std::time::Duration::from_secs(10))?;
+    let before = sync::registered(&client, &declared).await?;
+    let plan = sync::plan(&declared, &before);
+    let mut text = format!("Plan for {url} ({} subjects declared):\n{plan}", declared.len());
+    if !plan.refusals.is_empty() {
+        return Ok(Report { text, ok: false });
+    }
+    if !apply {
+        return Ok(Report { text, ok: true });
+    }
+    match sync::apply(&client, &plan, &before).await? {
+        Ok(lines) => {
+            for line in lines {
+                text.push_str(&format!("{line}\n"));
+            }
+            text.push_str(&format!("Applied {} change(s).\n", plan.changes.len()));
+            Ok(Report { text, ok: true })
+        }
+        Err(refused) => {
+            let after = sync::registered(&client, &declared).await?;
+            let same = if after == before {
+                "verified: the registry is as it was"
+            } else {
+                "BUT THE REGISTRY DIFFERS FROM BEFORE"
+            };
+            text.push_str(&format!(
+                "! refused by the registry: {}\n  {}\nRolled back {} change(s); {same}.\n",
+                refused.change, refused.reason, refused.undone
+            ));
+            Ok(Report { text, ok: false })
+        }
+    }
+}
+
 /// The catalog directory when none is given: `./schemas`.
 pub fn default_catalog_dir() -> PathBuf {
     PathBuf::from("schemas")

@@ -110,6 +110,8 @@ pub struct Admission<'a> {
     pub max_event_bytes: usize,
     /// Where contract violations are counted, by schema and rollout.
     pub metrics: &'a crate::telemetry::Metrics,
+    /// Registry ids of framed domains' schemas (Confluent wire format).
+    pub schema_ids: &'a crate::registry::SchemaIds,
 }
 
 /// The contract an event is checked against: a catalog event, an identity

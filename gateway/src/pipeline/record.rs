@@ -43,7 +43,7 @@ impl Admission<'_> {
         OutRecord {
             topic: route.topic.clone(),
             key: route.key.clone(),
-            payload: event.to_string().into_bytes(),
+            payload: self.schema_ids.payload(&route.schema, &route.version, event.to_string().into_bytes()),
             headers,
         }
     }
