@@ -71,6 +71,7 @@ async fn three_brokers_one_down_writes_go_on_two_down_writes_refused() {
         Some(healed),
     );
     r.peak_rss = format!("gateway {:.0} MiB", gw.peak_mib());
+    r.explain_by_gateway_log(&gw.log_text());
     r.notes.push(format!(
         "With one broker down: {ok_with_one_down} requests answered 200 (writes go on). With two down \
          (requests started 1 s after the second kill, until the restart): {ok_with_two_down} answered 200, \

