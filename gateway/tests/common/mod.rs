@@ -277,6 +277,17 @@ pub fn read_topic(brokers: &str, topic: &str) -> Vec<Consumed> {
     records
 }
 
+/// The leader's node id of each partition of `topic`, by partition (-1: none),
+/// waiting out transient metadata errors.
+pub fn partition_leaders(brokers: &str, topic: &str) -> Vec<i32> {
+    let consumer = read_consumer(brokers);
+    let metadata = topic_metadata(&consumer, topic).unwrap_or_else(|e| panic!("metadata of {topic}: {e}"));
+    let mut partitions: Vec<(i32, i32)> =
+        metadata.topics().iter().flat_map(|t| t.partitions()).map(|p| (p.id(), p.leader())).collect();
+    partitions.sort();
+    partitions.into_iter().map(|(_, leader)| leader).collect()
+}
+
 /// Waits until every partition of `topics` has a leader and an in-sync
 /// replica set that includes it (the cluster settled after a fault), and
 /// returns how long that took. Fails after `deadline` naming the partitions
