@@ -53,6 +53,9 @@ pub struct Reconciliation {
     pub events_sent: usize,
     pub acked: usize,
     pub lost: Vec<String>,
+    /// For each lost id, its batch's attempts (start offset from the first
+    /// attempt of the run, duration, answer): what a diagnosis needs first.
+    pub lost_attempts: Vec<String>,
     /// Ids stored more than once, with how many extra copies.
     pub duplicates: usize,
     pub extra_copies: usize,
@@ -110,6 +113,7 @@ pub fn reconcile(
                 r.acked += 1;
                 if copies == 0 {
                     r.lost.push(id.clone());
+                    r.lost_attempts.push(format!("{id}: {:?}", log.attempts));
                 }
             } else if copies == 0 {
                 r.unacked_absent += 1;
@@ -165,7 +169,14 @@ impl Reconciliation {
     pub fn assert_no_loss(&self) {
         eprintln!("{}", self.markdown());
         assert!(self.acked > 0, "{}: no batch was ever acknowledged", self.scenario);
-        assert!(self.lost.is_empty(), "{}: {} acknowledged ids lost: {:?}", self.scenario, self.lost.len(), self.lost);
+        assert!(
+            self.lost.is_empty(),
+            "{}: {} acknowledged ids lost: {:?}\nattempts: {:#?}",
+            self.scenario,
+            self.lost.len(),
+            self.lost,
+            self.lost_attempts
+        );
         assert!(
             self.unexplained_duplicates.is_empty(),
             "{}: duplicates without a client retry: {:?}",
