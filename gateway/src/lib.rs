@@ -19,6 +19,7 @@ pub mod registry;
 pub mod server;
 pub mod sink;
 pub mod telemetry;
+pub mod tls;
 pub mod topics;
 pub mod wire;
 

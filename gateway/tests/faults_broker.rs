@@ -42,6 +42,7 @@ async fn broker_kill9_then_restart_loses_nothing_acknowledged() {
         Some(healed),
     );
     r.peak_rss = format!("gateway {:.0} MiB", gw.peak_mib());
+    r.explain_by_gateway_log(&gw.log_text());
     r.write("10-broker-kill9");
     r.assert_no_loss();
     assert!(r.requests.get("503").copied().unwrap_or(0) > 0, "the outage was visible as 503s");
@@ -80,6 +81,7 @@ async fn broker_paused_past_the_message_timeout_loses_nothing_acknowledged() {
         Some(healed),
     );
     r.peak_rss = format!("gateway {:.0} MiB", gw.peak_mib());
+    r.explain_by_gateway_log(&gw.log_text());
     r.write("20-broker-pause");
     r.assert_no_loss();
     assert!(r.requests.get("503").copied().unwrap_or(0) > 0, "the freeze was visible as 503s");
@@ -129,6 +131,7 @@ async fn slow_black_holed_and_resetting_network_loses_nothing_acknowledged() {
         Some(healed),
     );
     r.peak_rss = format!("gateway {:.0} MiB", gw.peak_mib());
+    r.explain_by_gateway_log(&gw.log_text());
     r.write("30-network-proxy");
     r.assert_no_loss();
     cluster.stop().await;

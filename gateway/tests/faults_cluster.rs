@@ -22,7 +22,7 @@ use faults_harness::cluster::Cluster;
 use faults_harness::gateway_process::{GatewayProcess, vm_hwm_kib};
 use faults_harness::load::{Answer, Load};
 use faults_harness::reconcile::{read_back, reconcile};
-use faults_harness::{DELIVERY_TIMEOUT_MS, REQUEST_TIMEOUT_MS, drive, run_id, sleep};
+use faults_harness::{DELIVERY_TIMEOUT_MS, REQUEST_TIMEOUT_MS, blocking, drive, run_id, sleep};
 
 #[actix_web::test]
 #[ignore = "starts a three-broker cluster; run by scripts/faults"]
@@ -31,13 +31,17 @@ async fn three_brokers_one_down_writes_go_on_two_down_writes_refused() {
     cluster.start_fresh().await;
     let gw = GatewayProcess::start("cluster3", &cluster.brokers(), 3).await;
     let run = run_id("cluster");
-    let load = Load { run_for: Duration::from_secs(40), ..Load::default() };
+    // One broker down for 20 s: KRaft fences a dead broker only after
+    // broker.session.timeout.ms (9 s), and until then the partitions it led,
+    // or whose ISR still holds it, cannot take an acks=all write; on a busy
+    // machine that took the whole of a 10 s window.
+    let load = Load { run_for: Duration::from_secs(60), ..Load::default() };
     let (mut one_down, mut two_down, mut restarting) = (Instant::now(), Instant::now(), Instant::now());
     let (logs, healed) = drive(load, &run, &gw.url, async {
         sleep(Duration::from_secs(5)).await;
         one_down = Instant::now();
         cluster.kill9(3).await;
-        sleep(Duration::from_secs(10)).await;
+        sleep(Duration::from_secs(20)).await;
         two_down = Instant::now();
         cluster.kill9(2).await;
         sleep(Duration::from_secs(10)).await;
@@ -60,13 +64,14 @@ async fn three_brokers_one_down_writes_go_on_two_down_writes_refused() {
     let mut r = reconcile(
         "Three brokers (RF 3, min.insync.replicas=2): one lost, then two",
         "A three-node KRaft cluster (each node broker and controller) with replication factor 3 and \
-         `min.insync.replicas=2`. 5 s into the load node 3 is killed with SIGKILL; 10 s later node 2 too; \
-         10 s later both are restarted.",
+         `min.insync.replicas=2`. 5 s into the load node 3 is killed with SIGKILL; 20 s later (KRaft fences \
+         a dead broker after `broker.session.timeout.ms`, 9 s) node 2 too; 10 s later both are restarted.",
         &logs,
         &stored,
         Some(healed),
     );
     r.peak_rss = format!("gateway {:.0} MiB", gw.peak_mib());
+    r.explain_by_gateway_log(&gw.log_text());
     r.notes.push(format!(
         "With one broker down: {ok_with_one_down} requests answered 200 (writes go on). With two down \
          (requests started 1 s after the second kill, until the restart): {ok_with_two_down} answered 200, \
@@ -130,9 +135,11 @@ impl Sink for AcksOneSink {
 #[ignore = "starts a three-broker cluster; run by scripts/faults"]
 async fn with_acks_1_a_leader_crash_loses_acknowledged_events_and_the_reconciliation_sees_it() {
     let mut cluster = Cluster::new("acks1", 3, 19380);
-    // Followers fetch at most every 2 s, so a crashed leader holds
-    // acknowledged records no follower has: acks=1 loses them, acks=all waits.
-    cluster.extra_props = "replica.fetch.wait.max.ms=2000;replica.fetch.min.bytes=50000000".into();
+    // Followers fetch at most every 5 s (still well inside the 30 s
+    // replica.lag.time.max.ms, so they stay in the ISR), so a crashed leader
+    // holds seconds of acknowledged records no follower has: acks=1 loses
+    // them, acks=all waits. (With 2 s, a run on a busy machine lost none.)
+    cluster.extra_props = "replica.fetch.wait.max.ms=5000;replica.fetch.min.bytes=50000000".into();
     cluster.start_fresh().await;
     let mut cfg = common::config(&cluster.brokers());
     cfg.kafka.replication_factor = 3;
@@ -148,22 +155,30 @@ async fn with_acks_1_a_leader_crash_loses_acknowledged_events_and_the_reconcilia
     let state = AppState::new(cfg, Arc::new(AcksOneSink { producer })).expect("state");
     let gw = common::TestGateway::start_state(state).await;
     let run = run_id("acks1");
-    let load = Load { run_for: Duration::from_secs(20), ..Load::default() };
+    let load = Load { run_for: Duration::from_secs(30), ..Load::default() };
+    let brokers = cluster.brokers();
+    let mut victim = 1;
     let (logs, healed) = drive(load, &run, &gw.url, async {
         sleep(Duration::from_secs(6)).await;
-        cluster.kill9(1).await;
+        // The node leading the most partitions of the topic the load writes.
+        let leaders = blocking(move || common::partition_leaders(&brokers, "web.tracking")).await;
+        victim = (1..=3u16).max_by_key(|n| leaders.iter().filter(|l| **l == i32::from(*n)).count()).unwrap_or(1);
+        cluster.kill9(victim).await;
         sleep(Duration::from_secs(5)).await;
-        cluster.start_node(1).await;
+        cluster.start_node(victim).await;
         Instant::now()
     })
     .await;
     let stored = read_back(&cluster.brokers(), &run).await;
     let mut r = reconcile(
         "Control: acks=1 with a leader crash (the wrong setting loses data)",
-        "The same three-node cluster, followers slowed to fetch every 2 s, and a producer built in the test \
-         with `acks=1` and no idempotence (the gateway's own producer cannot be set this way). Node 1, \
-         leader of a third of the partitions, is killed with SIGKILL 6 s into the load and restarted 5 s \
-         later: records it had acknowledged but not yet replicated are truncated away when it rejoins.",
+        &format!(
+            "The same three-node cluster, followers slowed to fetch every 5 s, and a producer built in the test \
+             with `acks=1` and no idempotence (the gateway's own producer cannot be set this way). The node \
+             leading the most `web.tracking` partitions (node {victim} this run) is killed with SIGKILL 6 s into \
+             the load and restarted 5 s later: records it had acknowledged but not yet replicated are not on the \
+             new leaders, and are truncated away when it rejoins."
+        ),
         &logs,
         &stored,
         Some(healed),

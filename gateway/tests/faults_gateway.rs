@@ -56,6 +56,7 @@ async fn gateway_graceful_shutdown_mid_load_answers_nothing_200_it_did_not_deliv
         Some(healed),
     );
     r.peak_rss = format!("gateway {:.0} MiB", gw.peak_mib());
+    r.explain_by_gateway_log(&gw.log_text());
     r.notes.push(format!(
         "Requests in flight at SIGTERM: {answered} answered, {cut} cut off; exit status {exit}. \
          Time from SIGTERM to exit is bounded by `server.shutdown_timeout_secs` (10 s here)."
@@ -96,6 +97,7 @@ async fn gateway_kill9_mid_load_loses_nothing_acknowledged() {
         Some(healed),
     );
     r.peak_rss = format!("gateway {:.0} MiB", gw.peak_mib());
+    r.explain_by_gateway_log(&gw.log_text());
     r.notes.push(format!("Requests in flight at the kill: {answered} answered, {cut} cut off (retried)."));
     r.write("60-gateway-kill9");
     r.assert_no_loss();
