@@ -39,15 +39,15 @@ pub fn serve(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Ser
         App::new()
             .app_data(data.clone())
             .wrap_fn(edge)
-            .service(web::resource(api::routes::BATCH).route(web::post().to(api::batch::batch)))
-            .service(web::resource(api::routes::BEACON).route(web::post().to(api::batch::batch)))
-            .route("/v1/pixel.gif", web::get().to(api::pixel::pixel))
-            .service(web::resource(api::routes::SINGLE).route(web::post().to(api::batch::single)))
-            .service(web::resource(api::routes::SEGMENT_SETTINGS).route(web::get().to(api::settings::segment)))
-            .service(web::resource(api::routes::SOURCE_CONFIG).route(web::get().to(api::settings::source_config)))
-            .route("/healthz", web::get().to(api::health::healthz))
-            .route("/readyz", web::get().to(api::health::readyz))
-            .route("/metrics", web::get().to(api::metrics::metrics))
+            .service(post(&api::routes::BATCH).route(web::post().to(api::batch::batch)))
+            .service(post(&api::routes::BEACON).route(web::post().to(api::batch::batch)))
+            .service(get(&["/v1/pixel.gif"]).route(web::get().to(api::pixel::pixel)))
+            .service(post(&api::routes::SINGLE).route(web::post().to(api::batch::single)))
+            .service(get(&api::routes::SEGMENT_SETTINGS).route(web::get().to(api::settings::segment)))
+            .service(get(&api::routes::SOURCE_CONFIG).route(web::get().to(api::settings::source_config)))
+            .service(get(&["/healthz"]).route(web::get().to(api::health::healthz)))
+            .service(get(&["/readyz"]).route(web::get().to(api::health::readyz)))
+            .service(get(&["/metrics"]).route(web::get().to(api::metrics::metrics)))
             .service(crate::contracts::site::scope(site.clone()))
             .default_service(web::to(not_found))
     })
@@ -144,6 +144,26 @@ fn count(state: &AppState, endpoint: &str, response: &HttpResponse) {
     if let Some(ErrorCode(code)) = response.extensions().get::<ErrorCode>() {
         state.metrics.rejected_requests.with_label_values(&[code]).inc();
     }
+}
+
+/// A resource served by POST; another method gets `405
+/// method_not_allowed` as JSON rather than actix's empty answer.
+fn post(paths: &[&str]) -> actix_web::Resource {
+    web::resource(paths.to_vec()).default_service(web::to(|| method_not_allowed("POST")))
+}
+
+/// A resource served by GET (see [`post`]).
+fn get(paths: &[&str]) -> actix_web::Resource {
+    web::resource(paths.to_vec()).default_service(web::to(|| method_not_allowed("GET")))
+}
+
+async fn method_not_allowed(allowed: &'static str) -> HttpResponse {
+    let message = format!("this endpoint takes {allowed} (and OPTIONS for CORS)");
+    let mut answer = HttpResponse::MethodNotAllowed()
+        .insert_header((header::ALLOW, format!("{allowed}, OPTIONS")))
+        .json(ErrorBody { code: "method_not_allowed", message });
+    answer.extensions_mut().insert(ErrorCode("method_not_allowed"));
+    answer
 }
 
 async fn not_found() -> HttpResponse {

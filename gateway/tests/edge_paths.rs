@@ -262,3 +262,16 @@ async fn metric_labels_stay_a_fixed_set() {
     }
     gw.stop().await;
 }
+
+/// A wrong method is a JSON error with its own code, not an empty answer.
+#[actix_web::test]
+async fn a_wrong_method_gets_a_json_405() {
+    let gw = MemGateway::start(dev_config()).await;
+    let (status, headers, body) = answer(reqwest::get(format!("{}/v1/import/", gw.url)).await.expect("sent")).await;
+    assert_eq!((status, body["code"].as_str()), (405, Some("method_not_allowed")), "{body}");
+    assert_eq!(headers["allow"], "POST, OPTIONS");
+    let response = reqwest::Client::new().post(format!("{}/sourceConfig", gw.url)).send().await.expect("sent");
+    let (status, _, body) = answer(response).await;
+    assert_eq!((status, body["code"].as_str()), (405, Some("method_not_allowed")), "{body}");
+    gw.stop().await;
+}
