@@ -107,6 +107,18 @@ pub struct ServerConfig {
     /// Idle keep-alive connections are closed after this.
     #[serde(default = "default_keep_alive_secs")]
     pub keep_alive_secs: u64,
+    /// Largest request head (names and values of every header) accepted:
+    /// past it, `431 headers_too_large` with a JSON body. Must stay below
+    /// actix's own 128 KiB head buffer, past which it can only answer an
+    /// empty 431 and close.
+    #[serde(default = "default_max_header_bytes")]
+    pub max_header_bytes: usize,
+    /// How SDKs reach this gateway from outside (`events.example.com`,
+    /// `https://events.example.com`, `host:port`): the API host the
+    /// Segment settings document and RudderStack's `sourceConfig` point
+    /// SDKs back to. Unset, the request's own `Host` (and scheme) is used.
+    #[serde(default)]
+    pub public_host: Option<String>,
     /// When set, the listener speaks HTTPS only, with this certificate.
     #[serde(default)]
     pub tls: Option<TlsConfig>,
@@ -274,6 +286,19 @@ pub struct SourceConfig {
     /// Refuse a whole batch with 422 when any event would not be accepted.
     #[serde(default)]
     pub strict: bool,
+    /// Whether this source's key may travel in a URL (the pixel's and the
+    /// beacon's `writeKey` query parameter, the Segment settings path),
+    /// where it ends up in access logs, proxies and referrers. Defaults to
+    /// `true` for browser sources and `false` for strict (server) sources.
+    #[serde(default)]
+    pub key_in_url: Option<bool>,
+}
+
+impl SourceConfig {
+    /// Whether the key may appear in a URL (see `key_in_url`).
+    pub fn key_in_url(&self) -> bool {
+        self.key_in_url.unwrap_or(!self.strict)
+    }
 }
 
 /// librdkafka takes every property as a string; TOML and the environment
@@ -319,6 +344,9 @@ fn default_body_timeout_ms() -> u64 {
 }
 fn default_max_connections() -> usize {
     25_000
+}
+fn default_max_header_bytes() -> usize {
+    64 * 1024
 }
 fn default_keep_alive_secs() -> u64 {
     75
@@ -427,6 +455,12 @@ impl Config {
         }
         if k.brokers.trim().is_empty() {
             return Err(("kafka.brokers", "must name at least one broker".into()));
+        }
+        if !(1024..=120 * 1024).contains(&self.server.max_header_bytes) {
+            return Err((
+                "server.max_header_bytes",
+                "must be between 1024 and 122880 (actix closes heads past 128 KiB without a readable answer)".into(),
+            ));
         }
         let l = &self.limits;
         let limits = [

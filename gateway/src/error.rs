@@ -16,9 +16,28 @@ pub enum ApiError {
     /// The Authorization header could not be read.
     #[error("the Authorization header is malformed: {0}")]
     MalformedCredentials(&'static str),
-    /// No source has this write key.
-    #[error("the write key is not valid")]
+    /// No source has this write key. The message starts with "Invalid write
+    /// key" because RudderStack's v1 mobile SDKs look for those words in the
+    /// body to stop retrying instead of looping.
+    #[error("Invalid write key: no source has this write key")]
     InvalidWriteKey,
+    /// The `Authorization` header and a `writeKey` in the body or the URL
+    /// name different sources (or one of them none): which one to trust is
+    /// ambiguous, so neither is.
+    #[error(
+        "the write key in the {0} names another source than the Authorization header; send one key, or the same key in both"
+    )]
+    ConflictingWriteKeys(&'static str),
+    /// A server source's key in a URL (pixel, beacon, settings), where keys
+    /// end up in access logs, proxies and referrers.
+    #[error("this source's write key may not travel in a URL; send it as the HTTP Basic user name")]
+    KeyNotAllowedInUrl,
+    /// The request head is larger than `server.max_header_bytes`.
+    #[error("the request headers are larger than the limit of {limit} bytes")]
+    HeadersTooLarge {
+        /// The configured limit.
+        limit: usize,
+    },
     /// The body is larger than `limits.max_body_bytes`.
     #[error("the request body is larger than the limit of {limit} bytes")]
     BodyTooLarge {
@@ -75,11 +94,15 @@ pub enum ApiError {
     /// A `Content-Encoding` other than gzip.
     #[error("content encoding `{0}` is not accepted; send gzip or no encoding")]
     UnsupportedEncoding(String),
-    /// The client did not finish sending the body in time.
-    #[error("the request body did not arrive within {seconds} s")]
+    /// The client did not finish sending the body in time. Answered 503,
+    /// not 408: most SDKs drop a batch on a 4xx other than 429 but retry a
+    /// 5xx, and a stalled upload is worth retrying.
+    #[error("the request body did not arrive within {seconds} s; retry after the delay in Retry-After")]
     BodyTimeout {
         /// The configured deadline.
         seconds: f64,
+        /// Seconds for `Retry-After`.
+        retry_after: u64,
     },
     /// The source is strict and at least one event would not be accepted:
     /// nothing of the batch is produced.
@@ -158,6 +181,9 @@ impl ApiError {
             Self::MissingCredentials => "missing_credentials",
             Self::MalformedCredentials(_) => "malformed_credentials",
             Self::InvalidWriteKey => "invalid_write_key",
+            Self::ConflictingWriteKeys(_) => "conflicting_write_keys",
+            Self::KeyNotAllowedInUrl => "key_not_allowed_in_url",
+            Self::HeadersTooLarge { .. } => "headers_too_large",
             Self::BodyTooLarge { .. } => "body_too_large",
             Self::BatchTooLarge { .. } => "batch_too_large",
             Self::MalformedJson(_) => "malformed_json",
@@ -189,7 +215,9 @@ impl ApiError {
 
     fn retry_after(&self) -> Option<u64> {
         match self {
-            Self::Backpressure { retry_after } | Self::KafkaUnavailable { retry_after, .. } => Some(*retry_after),
+            Self::Backpressure { retry_after }
+            | Self::KafkaUnavailable { retry_after, .. }
+            | Self::BodyTimeout { retry_after, .. } => Some(*retry_after),
             Self::QuotaExceeded(denied) | Self::AuthLockedOut(denied) => {
                 denied.retry_after.map(|d| d.as_secs() + u64::from(d.subsec_nanos() > 0)).map(|s| s.max(1))
             }
@@ -223,17 +251,45 @@ impl ApiError {
             answer.insert_header(("RateLimit-Policy", policy));
             answer.insert_header(("RateLimit", state));
         }
+        if let Some(seconds) = self.rate_limit_reset() {
+            // analytics-next reads this (seconds) to time its retry after a 429.
+            answer.insert_header(("X-RateLimit-Reset", seconds.to_string()));
+        }
+        if self.closes_connection() {
+            answer.force_close();
+        }
         answer.extensions_mut().insert(ErrorCode(self.code()));
         answer
+    }
+
+    /// Whether the connection must not be reused after this answer: the
+    /// rest of the body may still be on its way (or never come), and
+    /// reading past it would hold the connection open.
+    fn closes_connection(&self) -> bool {
+        matches!(
+            self,
+            Self::BodyTimeout { .. } | Self::BodyRead(_) | Self::BodyTooLarge { .. } | Self::HeadersTooLarge { .. }
+        )
+    }
+
+    fn rate_limit_reset(&self) -> Option<u64> {
+        match self {
+            Self::QuotaExceeded(_) | Self::AuthLockedOut(_) => self.retry_after(),
+            _ => None,
+        }
     }
 }
 
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
         match self {
-            Self::MissingCredentials | Self::MalformedCredentials(_) | Self::InvalidWriteKey | Self::Jwt(_) => {
-                StatusCode::UNAUTHORIZED
-            }
+            Self::MissingCredentials
+            | Self::MalformedCredentials(_)
+            | Self::InvalidWriteKey
+            | Self::ConflictingWriteKeys(_)
+            | Self::Jwt(_) => StatusCode::UNAUTHORIZED,
+            Self::KeyNotAllowedInUrl => StatusCode::FORBIDDEN,
+            Self::HeadersTooLarge { .. } => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             Self::QuotaExceeded(_) | Self::AuthLockedOut(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::BatchExceedsQuota(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::BodyTooLarge { .. } | Self::BatchTooLarge { .. } | Self::DecompressedTooLarge { .. } => {
@@ -251,12 +307,12 @@ impl ResponseError for ApiError {
             | Self::MalformedGzip(_)
             | Self::InvalidPixel(_) => StatusCode::BAD_REQUEST,
             Self::UnsupportedMediaType(_) | Self::UnsupportedEncoding(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Self::BodyTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             Self::BatchRejected(..) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::OriginNotAllowed(_) => StatusCode::FORBIDDEN,
-            Self::Backpressure { .. } | Self::KafkaUnavailable { .. } | Self::NotReady(_) => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            Self::Backpressure { .. }
+            | Self::KafkaUnavailable { .. }
+            | Self::NotReady(_)
+            | Self::BodyTimeout { .. } => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 

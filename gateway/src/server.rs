@@ -1,13 +1,15 @@
 //! Wires the endpoints into an actix-web server on a listener the caller
 //! bound, so tests bind port 0 and run the real server. Connection limits
-//! and slow-client timeouts are set here; CORS and request metrics are one
-//! middleware around every endpoint.
+//! and slow-client timeouts are set here; CORS, the request-head limit and
+//! request metrics are one middleware around every endpoint. The listener
+//! speaks HTTP/1.1 and HTTP/2 with prior knowledge (h2c), told apart by the
+//! first bytes.
 
 use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix_web::body::BoxBody;
+use actix_web::body::{BodySize, BoxBody, MessageBody};
 use actix_web::dev::{Server, Service, ServiceRequest, ServiceResponse};
 use actix_web::http::{Method, header};
 use actix_web::{App, HttpMessage, HttpResponse, HttpServer, ResponseError, web};
@@ -51,12 +53,15 @@ pub fn serve_with_tls(
         App::new()
             .app_data(data.clone())
             .wrap_fn(edge)
-            .route("/v1/batch", web::post().to(api::batch::batch))
-            .route("/v1/pixel.gif", web::get().to(api::pixel::pixel))
-            .route("/v1/{kind:track|page|screen|identify|group|alias}", web::post().to(api::batch::single))
-            .route("/healthz", web::get().to(api::health::healthz))
-            .route("/readyz", web::get().to(api::health::readyz))
-            .route("/metrics", web::get().to(api::metrics::metrics))
+            .service(post(&api::routes::BATCH).route(web::post().to(api::batch::batch)))
+            .service(post(&api::routes::BEACON).route(web::post().to(api::batch::batch)))
+            .service(get(&["/v1/pixel.gif"]).route(web::get().to(api::pixel::pixel)))
+            .service(post(&api::routes::SINGLE).route(web::post().to(api::batch::single)))
+            .service(get(&api::routes::SEGMENT_SETTINGS).route(web::get().to(api::settings::segment)))
+            .service(get(&api::routes::SOURCE_CONFIG).route(web::get().to(api::settings::source_config)))
+            .service(get(&["/healthz"]).route(web::get().to(api::health::healthz)))
+            .service(get(&["/readyz"]).route(web::get().to(api::health::readyz)))
+            .service(get(&["/metrics"]).route(web::get().to(api::metrics::metrics)))
             .service(crate::contracts::site::scope(site.clone()))
             .default_service(web::to(not_found))
     })
@@ -68,7 +73,8 @@ pub fn serve_with_tls(
     .keep_alive(keep_alive);
     let server = match tls {
         Some(store) => server.listen_rustls_0_23(listener, store.server_config())?,
-        None => server.listen(listener)?,
+        // Plain HTTP also speaks HTTP/2 with prior knowledge (h2c).
+        None => server.listen_auto_h2c(listener)?,
     };
     Ok(server.run())
 }
@@ -87,25 +93,39 @@ where
         return service.call(req).boxed_local();
     };
     let origin = req.headers().get(header::ORIGIN).cloned();
-    let endpoint = endpoint_label(&req);
+    let endpoint = api::routes::label(req.path()).unwrap_or("other");
+    let head_limit = state.config.server.max_header_bytes;
+    if head_bytes(&req) > head_limit {
+        let answer = ApiError::HeadersTooLarge { limit: head_limit }.error_response();
+        count(&state, endpoint, &answer);
+        return ready(Ok(req.into_response(answer))).boxed_local();
+    }
     if req.method() == Method::OPTIONS {
-        let answer = preflight(&state, origin.as_ref());
+        let answer = if api::routes::cross_origin(req.path()) {
+            preflight(&state, origin.as_ref(), req.headers().get(header::ACCESS_CONTROL_REQUEST_HEADERS))
+        } else {
+            not_found_answer()
+        };
         count(&state, endpoint, &answer);
         return ready(Ok(req.into_response(answer))).boxed_local();
     }
     let call = service.call(req);
     async move {
         let mut response = call.await?;
+        let unread = response.request().extensions_mut().remove::<crate::wire::UnreadBody>();
+        if let Some(unread) = unread {
+            response = response.map_body(|_, body| BoxBody::new(HoldingBody { body, _unread: unread }));
+        }
         if let Some(origin) = origin {
+            let origin = origin.to_str().unwrap_or_default();
             let authenticated = response.request().extensions().get::<Authenticated>().cloned();
             let allowed = match authenticated {
-                Some(Authenticated(source)) => source.origins.allows(origin.to_str().unwrap_or_default()),
-                None => state.auth.load().preflight_origins.allows(origin.to_str().unwrap_or_default()),
+                Some(Authenticated(source)) => source.origins.grant_for(origin),
+                None => state.auth.load().preflight_origins.grant_for(origin),
             };
-            if allowed {
-                cors::grant(response.headers_mut(), &origin);
-            } else {
-                cors::vary_origin(response.headers_mut());
+            match allowed {
+                Some(allowed) => cors::grant(response.headers_mut(), allowed),
+                None => cors::vary_origin(response.headers_mut()),
             }
         }
         count(&state, endpoint, response.response());
@@ -114,36 +134,26 @@ where
     .boxed_local()
 }
 
-fn preflight(state: &AppState, origin: Option<&header::HeaderValue>) -> HttpResponse {
-    match origin {
-        Some(origin) if state.auth.load().preflight_origins.allows(origin.to_str().unwrap_or_default()) => {
-            cors::preflight(origin)
-        }
-        Some(origin) => ApiError::OriginNotAllowed(origin.to_str().unwrap_or("?").to_owned()).error_response(),
-        None => HttpResponse::NoContent().insert_header((header::ALLOW, "POST, GET, OPTIONS")).finish(),
+fn preflight(
+    state: &AppState,
+    origin: Option<&header::HeaderValue>,
+    requested: Option<&header::HeaderValue>,
+) -> HttpResponse {
+    let Some(origin) = origin else {
+        return HttpResponse::NoContent().insert_header((header::ALLOW, "POST, GET, OPTIONS")).finish();
+    };
+    let text = origin.to_str().unwrap_or_default();
+    match state.auth.load().preflight_origins.grant_for(text) {
+        Some(allowed) => cors::preflight(allowed, requested),
+        None => ApiError::OriginNotAllowed(text.chars().take(256).collect()).error_response(),
     }
 }
 
-/// The path of a matched route (a fixed set), or `other`.
-fn endpoint_label(req: &ServiceRequest) -> &'static str {
-    const KNOWN: [&str; 11] = [
-        "/v1/batch",
-        "/v1/pixel.gif",
-        "/v1/track",
-        "/v1/page",
-        "/v1/screen",
-        "/v1/identify",
-        "/v1/group",
-        "/v1/alias",
-        "/healthz",
-        "/readyz",
-        "/metrics",
-    ];
-    let path = req.path();
-    if path == "/catalog" || path.starts_with("/catalog/") {
-        return "/catalog";
-    }
-    KNOWN.iter().find(|k| **k == path).copied().unwrap_or("other")
+/// Bytes of the request head as sent (names, values, separators), for
+/// `server.max_header_bytes`.
+fn head_bytes(req: &ServiceRequest) -> usize {
+    let line = req.method().as_str().len() + req.uri().to_string().len() + 12;
+    line + req.headers().iter().map(|(name, value)| name.as_str().len() + value.len() + 4).sum::<usize>()
 }
 
 fn count(state: &AppState, endpoint: &str, response: &HttpResponse) {
@@ -153,9 +163,58 @@ fn count(state: &AppState, endpoint: &str, response: &HttpResponse) {
     }
 }
 
+/// A resource served by POST; another method gets `405
+/// method_not_allowed` as JSON rather than actix's empty answer.
+fn post(paths: &[&str]) -> actix_web::Resource {
+    web::resource(paths.to_vec()).default_service(web::to(|| method_not_allowed("POST")))
+}
+
+/// A resource served by GET (see [`post`]).
+fn get(paths: &[&str]) -> actix_web::Resource {
+    web::resource(paths.to_vec()).default_service(web::to(|| method_not_allowed("GET")))
+}
+
+async fn method_not_allowed(allowed: &'static str) -> HttpResponse {
+    let message = format!("this endpoint takes {allowed} (and OPTIONS for CORS)");
+    let mut answer = HttpResponse::MethodNotAllowed()
+        .insert_header((header::ALLOW, format!("{allowed}, OPTIONS")))
+        .json(ErrorBody { code: "method_not_allowed", message });
+    answer.extensions_mut().insert(ErrorCode("method_not_allowed"));
+    answer
+}
+
 async fn not_found() -> HttpResponse {
-    HttpResponse::NotFound()
-        .json(ErrorBody { code: "not_found", message: "no such endpoint; see the README for the API".into() })
+    not_found_answer()
+}
+
+fn not_found_answer() -> HttpResponse {
+    let mut answer = HttpResponse::NotFound()
+        .json(ErrorBody { code: "not_found", message: "no such endpoint; see the README for the API".into() });
+    answer.extensions_mut().insert(ErrorCode("not_found"));
+    answer
+}
+
+/// An answer's body that keeps the request's unread body stream alive
+/// until the answer is written: actix then closes the connection instead
+/// of draining a chunked body that may never end (see [`crate::wire::UnreadBody`]).
+struct HoldingBody {
+    body: BoxBody,
+    _unread: crate::wire::UnreadBody,
+}
+
+impl MessageBody for HoldingBody {
+    type Error = Box<dyn std::error::Error>;
+
+    fn size(&self) -> BodySize {
+        self.body.size()
+    }
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<actix_web::web::Bytes, Self::Error>>> {
+        std::pin::Pin::new(&mut self.body).poll_next(cx)
+    }
 }
 
 /// Drops idle limiter state now and then, so memory stays bounded however

@@ -106,9 +106,12 @@ proptest! {
         let req = actix_web::test::TestRequest::default()
             .insert_header((AUTHORIZATION, format!("Basic {encoded}")))
             .to_http_request();
-        match header_credentials(&req) {
-            Ok(Some(Credentials::WriteKey(k))) => prop_assert_eq!(k, key),
-            other => prop_assert!(false, "{other:?}"),
+        // The key comes back only with the empty password every SDK sends;
+        // any password is refused (issue 13, item 6).
+        match (header_credentials(&req), password.is_empty()) {
+            (Ok(Some(Credentials::WriteKey(k))), true) => prop_assert_eq!(k, key),
+            (Err(e), false) => prop_assert_eq!(e.code(), "malformed_credentials"),
+            (other, _) => prop_assert!(false, "{other:?}"),
         }
     }
 }

@@ -165,6 +165,10 @@ async fn string_length_limit_is_exact() {
     let mut event = click(&unique("string"));
     event["properties"]["text"] = json!("s".repeat(STRING));
     assert_eq!(gw.post("/v1/batch", &json!({"batch": [event.clone()]})).await.0, 200);
+    // The limit counts decoded bytes: STRING newlines are 2 × STRING bytes
+    // as written but STRING as stored.
+    event["properties"]["text"] = json!("\n".repeat(STRING));
+    assert_eq!(gw.post("/v1/batch", &json!({"batch": [event.clone()]})).await.0, 200);
     event["properties"]["text"] = json!("s".repeat(STRING + 1));
     let (status, answer) = gw.post("/v1/batch", &json!({"batch": [event]})).await;
     assert_eq!((status, answer["code"].as_str()), (400, Some("string_too_long")));
@@ -184,6 +188,7 @@ async fn hostile_json_gets_a_clear_400_code_each_and_produces_nothing() {
         ("duplicate_key", format!(r#"{prefix}1,"x":2}}}}]}}"#).into_bytes()),
         ("number_out_of_range", format!(r#"{prefix}1e400}}}}]}}"#).into_bytes()),
         ("number_out_of_range", format!(r#"{prefix}{}}}}}]}}"#, "9".repeat(60)).into_bytes()),
+        ("number_out_of_range", format!(r#"{prefix}18446744073709551616}}}}]}}"#).into_bytes()),
         ("malformed_json", format!(r#"{prefix}tru}}}}]}}"#).into_bytes()),
     ];
     for (code, body) in cases {

@@ -1,18 +1,15 @@
 //! `POST /v1/batch` and the single-event calls `/v1/track`, `/v1/page`,
 //! `/v1/screen`, `/v1/identify`, `/v1/group`, `/v1/alias` of the Segment
-//! HTTP Tracking API.
+//! HTTP Tracking API, under every spelling SDKs use (see [`super::routes`]).
 
 use actix_web::{HttpRequest, HttpResponse, web};
 
 use crate::AppState;
-use crate::api::ingest;
+use crate::api::{ingest, routes};
 use crate::error::ApiError;
 use crate::wire;
 
-/// The single-event calls, as the path segment names them.
-pub const SINGLE_KINDS: [&str; 6] = ["track", "page", "screen", "identify", "group", "alias"];
-
-/// `POST /v1/batch`.
+/// `POST /v1/batch` (also `/v1/b`, `/v1/import`, `/beacon/v1/batch`).
 pub async fn batch(
     req: HttpRequest,
     payload: web::Payload,
@@ -26,15 +23,15 @@ pub async fn batch(
     Ok(HttpResponse::Ok().json(answer))
 }
 
-/// `POST /v1/{track|page|screen|identify|group|alias}`: one event, whose
-/// `type` is the endpoint's.
+/// `POST /v1/{track|page|screen|identify|group|alias}` (or `/v1/t`, `/v1/p`,
+/// ...): one event, whose `type` is the endpoint's.
 pub async fn single(
     req: HttpRequest,
     kind: web::Path<String>,
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let Some(kind) = SINGLE_KINDS.iter().find(|k| **k == kind.as_str()) else {
+    let Some(kind) = routes::single_kind(kind.as_str()) else {
         return Err(ApiError::InvalidBody(format!("`{kind}` is not a call of this API")));
     };
     let gate = ingest::open(&req, &state).await?;

@@ -59,23 +59,20 @@ fn failed(auth: &AuthState, client: &ClientInfo) {
 /// Reads, inflates and parses a JSON body within every configured limit.
 pub async fn read_json(req: &HttpRequest, payload: web::Payload, state: &AppState) -> Result<Value, ApiError> {
     let limits = &state.config.limits;
-    wire::check_media_type(req)?;
-    let deadline = Duration::from_millis(state.config.server.body_timeout_ms);
-    let raw = wire::read_body(req, payload, limits.max_body_bytes, deadline).await?;
-    let body = wire::decode(req, raw, limits.max_decompressed_bytes)?;
+    let server = &state.config.server;
+    let deadline = Duration::from_millis(server.body_timeout_ms);
+    let raw = wire::read_body(req, payload, limits.max_body_bytes, deadline, server.retry_after_secs).await?;
+    let (body, gzip) = wire::decode(req, raw, limits.max_decompressed_bytes)?;
+    wire::check_media_type(req, gzip)?;
     wire::parse(&body, limits.json())
 }
 
-/// The principal: the header's if it had one, else the body's `writeKey`'s.
-/// Then the events are charged to the quotas, all or nothing.
+/// The principal, from every credential the request carries (see
+/// [`identify`]). Then the events are charged to the quotas, all or nothing.
 pub fn authorize(req: &HttpRequest, gate: &Gate, request: &BatchRequest) -> Result<Principal, ApiError> {
-    let principal = match &gate.header {
-        Some(principal) => principal.clone(),
-        None => {
-            let key = request.write_key.as_deref().ok_or(ApiError::MissingCredentials)?;
-            gate.auth.by_write_key(key).inspect_err(|_| failed(&gate.auth, &gate.client))?
-        }
-    };
+    let url_key = url_write_key(req);
+    let principal = identify(gate, request.write_key.as_deref(), url_key.as_deref())
+        .inspect_err(|_| failed(&gate.auth, &gate.client))?;
     req.extensions_mut().insert(Authenticated(Arc::clone(&principal.source)));
     let quotas = &gate.auth.quotas;
     quotas.check_events(&principal.source.id, principal.subject.as_deref(), request.events.len()).map_err(
@@ -88,6 +85,35 @@ pub fn authorize(req: &HttpRequest, gate: &Gate, request: &BatchRequest) -> Resu
         },
     )?;
     Ok(principal)
+}
+
+/// Who the request speaks for: the `Authorization` header's principal, a
+/// `writeKey` in the body (beacons cannot set headers) or in the URL (the
+/// pixel, RudderStack's beacon path). Every key present must name the same
+/// source, else `conflicting_write_keys`; a key in a URL must belong to a
+/// source whose key may travel there, else `key_not_allowed_in_url`.
+pub fn identify(gate: &Gate, body_key: Option<&str>, url_key: Option<&str>) -> Result<Principal, ApiError> {
+    let mut principal = gate.header.clone();
+    for (key, place) in [(body_key, "body"), (url_key, "URL")] {
+        let Some(key) = key else { continue };
+        let found = gate.auth.by_write_key(key);
+        if place == "URL" && found.as_ref().is_ok_and(|p| !p.source.key_in_url) {
+            return Err(ApiError::KeyNotAllowedInUrl);
+        }
+        match (&principal, found) {
+            (None, found) => principal = Some(found?),
+            (Some(held), Ok(other)) if held.source.id == other.source.id => {}
+            (Some(_), _) => return Err(ApiError::ConflictingWriteKeys(place)),
+        }
+    }
+    principal.ok_or(ApiError::MissingCredentials)
+}
+
+/// The `writeKey` query parameter, if the URL has one.
+pub fn url_write_key(req: &HttpRequest) -> Option<String> {
+    web::Query::<std::collections::HashMap<String, String>>::from_query(req.query_string())
+        .ok()
+        .and_then(|query| query.into_inner().remove("writeKey"))
 }
 
 /// Checks, enriches and produces the events of `request`; the answer once

@@ -6,5 +6,7 @@ mod ingest;
 pub mod metrics;
 mod outcome;
 pub mod pixel;
+pub mod routes;
+pub mod settings;
 
 pub use outcome::{BatchAnswer, EventOutcome};

@@ -51,10 +51,7 @@ async fn track(req: &HttpRequest, state: &AppState) -> Result<(), ApiError> {
     let json =
         BASE64URL.decode(data.trim()).map_err(|e| ApiError::InvalidPixel(format!("`data` is not base64url: {e}")))?;
     let event = wire::parse(&json, state.config.limits.json())?;
-    let mut request: BatchRequest = wire::decode_single(event, "track")?;
-    if let Some(key) = query.get("writeKey") {
-        request.write_key = Some(key.clone());
-    }
+    let request: BatchRequest = wire::decode_single(event, "track")?;
     let principal = ingest::authorize(req, &gate, &request)?;
     ingest::ingest(state, &gate, &principal, request, "pixel").await?;
     Ok(())

@@ -34,6 +34,8 @@ pub struct Source {
     pub origins: OriginPolicy,
     /// Refuse a whole batch (422) when any event would not be accepted.
     pub strict: bool,
+    /// Whether its key may travel in a URL (pixel, beacon, settings paths).
+    pub key_in_url: bool,
 }
 
 /// Left in the request's extensions once a source is authenticated, so
@@ -93,6 +95,7 @@ impl AuthState {
                 unknown_events: s.unknown_events,
                 origins: OriginPolicy::for_source(s),
                 strict: s.strict,
+                key_in_url: s.key_in_url(),
             });
             if let Some(hash) = configured_hash(s)? {
                 by_key_hash.insert(hash, Arc::clone(&source));
@@ -171,9 +174,14 @@ fn parse_hex32(hex: &str) -> Option<[u8; 32]> {
 }
 
 /// Credentials from `Authorization`, if the header is there. A header of
-/// another scheme is an error, not a fallback to the body.
+/// another scheme is an error, not a fallback to the body, and so are two
+/// headers (which one counts would be a guess).
 pub fn header_credentials(req: &HttpRequest) -> Result<Option<Credentials>, ApiError> {
-    let Some(header) = req.headers().get(AUTHORIZATION) else { return Ok(None) };
+    let mut headers = req.headers().get_all(AUTHORIZATION);
+    let Some(header) = headers.next() else { return Ok(None) };
+    if headers.next().is_some() {
+        return Err(ApiError::MalformedCredentials("send one Authorization header, not several"));
+    }
     let value = header.to_str().map_err(|_| ApiError::MalformedCredentials("it is not ASCII"))?;
     let (scheme, rest) = value
         .trim()
@@ -185,14 +193,46 @@ pub fn header_credentials(req: &HttpRequest) -> Result<Option<Credentials>, ApiE
     if !scheme.eq_ignore_ascii_case("basic") {
         return Err(ApiError::MalformedCredentials("only the Basic and Bearer schemes are supported"));
     }
+    basic_write_key(rest.trim()).map(|key| Some(Credentials::WriteKey(key)))
+}
+
+/// The write key of `Basic base64(writeKey:)`. Every Segment and RudderStack
+/// SDK sends exactly that (the key as user name, an empty password), so a
+/// password or a missing colon is a client that means something else:
+/// refused rather than guessed at.
+fn basic_write_key(encoded: &str) -> Result<String, ApiError> {
     let decoded = base64::engine::general_purpose::STANDARD
-        .decode(rest.trim())
+        .decode(encoded)
         .map_err(|_| ApiError::MalformedCredentials("the Basic credentials are not base64"))?;
     let text = String::from_utf8(decoded)
         .map_err(|_| ApiError::MalformedCredentials("the Basic credentials are not UTF-8"))?;
-    let user = text.split_once(':').map_or(text.as_str(), |(user, _password)| user);
+    let (user, password) = text
+        .split_once(':')
+        .ok_or(ApiError::MalformedCredentials("the Basic credentials need `writeKey:` (a colon after the key)"))?;
     if user.is_empty() {
         return Err(ApiError::MalformedCredentials("the Basic user name (the write key) is empty"));
     }
-    Ok(Some(Credentials::WriteKey(user.to_owned())))
+    if !password.is_empty() {
+        return Err(ApiError::MalformedCredentials("the Basic password must be empty: the write key is the user name"));
+    }
+    Ok(user.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encoded(text: &str) -> String {
+        base64::engine::general_purpose::STANDARD.encode(text)
+    }
+
+    #[test]
+    fn basic_takes_the_user_name_with_an_empty_password_only() {
+        assert_eq!(basic_write_key(&encoded("key-1234:")).expect("key"), "key-1234");
+        for refused in ["key-1234", "key-1234:secret", ":", ":key-1234"] {
+            let error = basic_write_key(&encoded(refused)).expect_err(refused);
+            assert_eq!(error.code(), "malformed_credentials", "{refused}");
+        }
+        assert_eq!(basic_write_key("%%%").expect_err("not base64").code(), "malformed_credentials");
+    }
 }

@@ -7,9 +7,9 @@
 use std::io::Read;
 use std::time::Duration;
 
-use actix_web::HttpRequest;
 use actix_web::http::header::{CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE};
 use actix_web::web::{Bytes, BytesMut, Payload};
+use actix_web::{HttpMessage, HttpRequest};
 use flate2::read::MultiGzDecoder;
 use futures::StreamExt;
 
@@ -20,23 +20,30 @@ use crate::error::ApiError;
 pub const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
 /// Media types accepted for JSON bodies: `text/plain` is what
-/// `navigator.sendBeacon` sends and needs no CORS preflight.
-pub fn check_media_type(req: &HttpRequest) -> Result<(), ApiError> {
+/// `navigator.sendBeacon` sends and needs no CORS preflight. A gzip body
+/// (announced or recognised by its magic bytes) is taken whatever its type
+/// says, because SDKs label it loosely: RudderStack's Node SDK sends gzip
+/// as `application/x-www-form-urlencoded`; what it inflates to must still
+/// be JSON.
+pub fn check_media_type(req: &HttpRequest, gzip: bool) -> Result<(), ApiError> {
     let Some(value) = req.headers().get(CONTENT_TYPE) else { return Ok(()) };
     let text = value.to_str().unwrap_or_default();
     let essence = text.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
     let json_like = essence == "application/json"
         || essence == "text/plain"
         || (essence.starts_with("application/") && essence.ends_with("+json"));
-    if json_like { Ok(()) } else { Err(ApiError::UnsupportedMediaType(essence)) }
+    if json_like || gzip { Ok(()) } else { Err(ApiError::UnsupportedMediaType(essence)) }
 }
 
-/// The raw body, at most `limit` bytes, within `deadline`.
+/// The raw body, at most `limit` bytes, within `deadline` (past it, a 503
+/// telling the client to retry after `retry_after` seconds). Works the same
+/// for `Content-Length` and chunked framing.
 pub async fn read_body(
     req: &HttpRequest,
     payload: Payload,
     limit: usize,
     deadline: Duration,
+    retry_after: u64,
 ) -> Result<Bytes, ApiError> {
     let declared =
         req.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok());
@@ -44,12 +51,25 @@ pub async fn read_body(
         return Err(ApiError::BodyTooLarge { limit });
     }
     let capacity = declared.unwrap_or(0).min(limit);
-    actix_web::rt::time::timeout(deadline, collect(payload, limit, capacity))
+    let mut payload = payload;
+    let read = actix_web::rt::time::timeout(deadline, collect(&mut payload, limit, capacity))
         .await
-        .map_err(|_| ApiError::BodyTimeout { seconds: deadline.as_secs_f64() })?
+        .unwrap_or(Err(ApiError::BodyTimeout { seconds: deadline.as_secs_f64(), retry_after }));
+    if read.is_err() {
+        req.extensions_mut().insert(UnreadBody(payload));
+    }
+    read
 }
 
-async fn collect(mut payload: Payload, limit: usize, capacity: usize) -> Result<Bytes, ApiError> {
+/// The body stream of a request answered before its body was read to the
+/// end. It must outlive the answer: actix keeps a connection to drain a
+/// chunked body whose stream was dropped, and a body that stalls then
+/// holds the connection for good; while the stream is alive, actix closes
+/// the connection after the answer instead. The server's middleware moves
+/// it from the request to the answer.
+pub struct UnreadBody(pub Payload);
+
+async fn collect(payload: &mut Payload, limit: usize, capacity: usize) -> Result<Bytes, ApiError> {
     let mut body = BytesMut::with_capacity(capacity);
     while let Some(chunk) = payload.next().await {
         let chunk = chunk.map_err(|e| ApiError::BodyRead(e.to_string()))?;
@@ -63,7 +83,8 @@ async fn collect(mut payload: Payload, limit: usize, capacity: usize) -> Result<
 
 /// Undoes `Content-Encoding: gzip` (or an unannounced gzip stream), holding
 /// at most `max_decompressed + 1` bytes however much the stream would expand.
-pub fn decode(req: &HttpRequest, body: Bytes, max_decompressed: usize) -> Result<Bytes, ApiError> {
+/// The second value says whether the body was gzip.
+pub fn decode(req: &HttpRequest, body: Bytes, max_decompressed: usize) -> Result<(Bytes, bool), ApiError> {
     let encoding = req
         .headers()
         .get(CONTENT_ENCODING)
@@ -75,9 +96,9 @@ pub fn decode(req: &HttpRequest, body: Bytes, max_decompressed: usize) -> Result
         other => return Err(ApiError::UnsupportedEncoding(other.to_owned())),
     };
     if !gzip {
-        return Ok(body);
+        return Ok((body, false));
     }
-    gunzip(&body, max_decompressed)
+    Ok((gunzip(&body, max_decompressed)?, true))
 }
 
 /// Inflates `compressed`, refusing output over `max` bytes.

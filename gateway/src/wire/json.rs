@@ -1,7 +1,8 @@
 //! Strict JSON for hostile input. A byte scan runs first and refuses, before
 //! any allocation, documents nested too deep or holding strings or numbers
-//! too long; then a parser that refuses duplicate keys and non-finite
-//! numbers builds the value. Each refusal has its own error code.
+//! too long, and integers no 64-bit type holds; then a parser that refuses
+//! duplicate keys and non-finite numbers builds the value. Each refusal has
+//! its own error code.
 
 use std::fmt;
 
@@ -19,7 +20,8 @@ pub const MAX_NUMBER_CHARS: usize = 40;
 pub struct JsonLimits {
     /// Deepest nesting of objects and arrays.
     pub max_depth: usize,
-    /// Longest string (key or value) in bytes, as written (escapes count).
+    /// Longest string (key or value) in bytes once decoded (UTF-8): `\n`
+    /// counts one byte, `\u00e9` two, as they will be stored.
     pub max_string_bytes: usize,
 }
 
@@ -64,31 +66,82 @@ fn scan(body: &[u8], limits: JsonLimits) -> Result<(), ApiError> {
             }
             b'}' | b']' => depth = depth.saturating_sub(1),
             b'"' => {
-                let start = i + 1;
-                i = start;
-                while i < body.len() && body[i] != b'"' {
-                    i += if body[i] == b'\\' { 2 } else { 1 };
-                }
-                if i.min(body.len()) - start > limits.max_string_bytes {
+                let (end, decoded) = string_end(body, i + 1);
+                if decoded > limits.max_string_bytes {
                     return Err(ApiError::StringTooLong { limit: limits.max_string_bytes });
                 }
+                i = end;
             }
             b'-' | b'0'..=b'9' => {
                 let start = i;
                 while i + 1 < body.len() && matches!(body[i + 1], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') {
                     i += 1;
                 }
-                if i + 1 - start > MAX_NUMBER_CHARS {
-                    return Err(ApiError::NumberOutOfRange(format!(
-                        "a number literal is longer than {MAX_NUMBER_CHARS} characters"
-                    )));
-                }
+                check_number(&body[start..=i])?;
             }
             _ => {}
         }
         i += 1;
     }
     Ok(())
+}
+
+/// Where the string starting at `start` (after its quote) ends (its closing
+/// quote, or the end of the body) and its length once decoded, in bytes.
+fn string_end(body: &[u8], start: usize) -> (usize, usize) {
+    let (mut i, mut decoded) = (start, 0usize);
+    while i < body.len() && body[i] != b'"' {
+        if body[i] != b'\\' {
+            i += 1;
+            decoded += 1;
+            continue;
+        }
+        match body.get(i + 1) {
+            Some(b'u') => {
+                let code = body.get(i + 2..i + 6).and_then(|h| std::str::from_utf8(h).ok());
+                decoded += match code.and_then(|h| u32::from_str_radix(h, 16).ok()) {
+                    // Each half of a surrogate pair stands for two of the
+                    // four bytes of its character; a lone half is refused by
+                    // the parser.
+                    Some(0xD800..=0xDFFF) => 2,
+                    Some(c) => char::from_u32(c).map_or(1, char::len_utf8),
+                    None => 1,
+                };
+                i += 6;
+            }
+            _ => {
+                i += 2;
+                decoded += 1;
+            }
+        }
+    }
+    (i, decoded)
+}
+
+/// Refuses number literals too long to be faithful, and integers beyond 64
+/// bits: without this they would silently become floats (`9…9` stored as
+/// `1e40`). Such numbers belong in strings.
+fn check_number(literal: &[u8]) -> Result<(), ApiError> {
+    if literal.len() > MAX_NUMBER_CHARS {
+        return Err(ApiError::NumberOutOfRange(format!(
+            "a number literal is longer than {MAX_NUMBER_CHARS} characters"
+        )));
+    }
+    if literal.iter().any(|b| matches!(b, b'.' | b'e' | b'E')) {
+        return Ok(());
+    }
+    let text = std::str::from_utf8(literal).unwrap_or_default();
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    let integer = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+    // Not a well-formed integer at all: the parser reports what is wrong.
+    if !integer || text.parse::<i64>().is_ok() || text.parse::<u64>().is_ok() {
+        return Ok(());
+    }
+    Err(ApiError::NumberOutOfRange(format!(
+        "the integer {text} does not fit in 64 bits (from {} to {}); send it as a string",
+        i64::MIN,
+        u64::MAX
+    )))
 }
 
 /// Builds a `serde_json::Value`, refusing duplicate object keys.
@@ -181,6 +234,33 @@ mod tests {
     }
 
     #[test]
+    fn string_limit_counts_decoded_bytes() {
+        assert!(parse(br#"{"k":"\n\n\n\n\n\n\n\n"}"#, LIMITS).is_ok(), "8 decoded bytes, 16 written");
+        assert_eq!(code(r#"{"k":"\n\n\n\n\n\n\n\n\n"}"#), "string_too_long");
+        assert!(parse(br#"{"k":"\u00e9\u00e9\u00e9\u00e9"}"#, LIMITS).is_ok(), "4 x 2 bytes");
+        assert_eq!(code(r#"{"k":"\u00e9\u00e9\u00e9\u00e9x"}"#), "string_too_long");
+        assert!(parse(br#"{"k":"\ud83d\ude00\u20ac\u0041"}"#, LIMITS).is_ok(), "4 + 3 + 1 bytes");
+        assert_eq!(code(r#"{"k":"\ud83d\ude00\u20ac\u0041x"}"#), "string_too_long");
+        assert!(parse("{\"k\":\"\u{e9}\u{e9}\u{e9}\u{e9}\"}".as_bytes(), LIMITS).is_ok(), "raw UTF-8 counts its bytes");
+        assert_eq!(code("{\"k\":\"\u{e9}\u{e9}\u{e9}\u{e9}x\"}"), "string_too_long");
+    }
+
+    #[test]
+    fn integers_beyond_64_bits_are_refused_and_64_bit_extremes_kept() {
+        let wide = JsonLimits { max_depth: 4, max_string_bytes: 64 };
+        for kept in ["18446744073709551615", "-9223372036854775808", "0", "-0", "1e30", "123456789012345678901234.5"] {
+            let value = parse(format!(r#"{{"a":{kept}}}"#).as_bytes(), wide).unwrap_or_else(|e| panic!("{kept}: {e}"));
+            assert!(value["a"].is_number(), "{kept}");
+        }
+        assert_eq!(parse(br#"{"a":18446744073709551615}"#, wide).expect("u64")["a"].as_u64(), Some(u64::MAX));
+        for refused in ["18446744073709551616", "-9223372036854775809", &"9".repeat(40)] {
+            assert_eq!(wide_code(&format!(r#"{{"a":{refused}}}"#)), "number_out_of_range", "{refused}");
+        }
+        assert_eq!(wide_code(r#"{"a":-}"#), "malformed_json");
+        assert_eq!(wide_code(r#"{"a":01}"#), "malformed_json");
+    }
+
+    #[test]
     fn hostile_documents_get_their_own_codes() {
         assert_eq!(code(r#"{"a":1,"a":2}"#), "duplicate_key");
         assert_eq!(code(r#"{"a":"\ud800"}"#), "invalid_unicode_escape");
@@ -190,7 +270,9 @@ mod tests {
         assert!(parse(br#"{"a":"\ud83d\ude00"}"#, wide).is_ok(), "a surrogate pair is fine");
         assert_eq!(code(r#"{"a":1e400}"#), "number_out_of_range");
         assert_eq!(code(&format!(r#"{{"a":{}}}"#, "9".repeat(41))), "number_out_of_range");
-        assert!(parse(format!(r#"{{"a":{}}}"#, "9".repeat(40)).as_bytes(), LIMITS).is_ok());
+        // 40 characters is the limit; a 40-digit integer is refused for its
+        // range (see below), so the literal at the limit is a decimal.
+        assert!(parse(format!(r#"{{"a":{}.5}}"#, "9".repeat(38)).as_bytes(), LIMITS).is_ok());
         assert_eq!(parse(b"{\"a\":\"\xff\"}", LIMITS).expect_err("utf8").code(), "invalid_utf8");
         assert_eq!(code(r#"{"a":1} x"#), "malformed_json");
     }

@@ -7,5 +7,5 @@ mod body;
 mod json;
 
 pub use batch::{BatchRequest, decode_batch, decode_single};
-pub use body::{GZIP_MAGIC, check_media_type, decode, gunzip, read_body};
+pub use body::{GZIP_MAGIC, UnreadBody, check_media_type, decode, gunzip, read_body};
 pub use json::{JsonLimits, MAX_NUMBER_CHARS, parse};

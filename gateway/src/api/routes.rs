@@ -1,0 +1,124 @@
+//! Every path the gateway answers, in one table: the actix routes, the
+//! metric label of each (a fixed set, whatever path a client invents) and
+//! which paths take CORS preflights all come from here.
+//!
+//! Paths are those the SDKs really use, answered directly (a redirect would
+//! turn a POST into a GET in several HTTP clients):
+//! - Segment HTTP API: `/v1/batch` and the single calls `/v1/track` ...
+//! - Segment analytics-next: `/v1/t`, `/v1/p`, `/v1/i`, `/v1/g`, `/v1/a`,
+//!   `/v1/s` (`packages/browser/src/plugins/segmentio/index.ts` posts to
+//!   the event type's first letter) and `/v1/b` when batching
+//!   (`batched-dispatcher.ts`); Segment's Kotlin, Swift, Flutter and React
+//!   Native SDKs also post to `/v1/b`.
+//! - Segment classic Android, Java and Ruby: `/v1/import`, Java with a
+//!   trailing slash (`/v1/import/`).
+//! - RudderStack: `/v1/batch` (Node, Python, Java, Go, Android, iOS,
+//!   Kotlin, Swift), `/v1/{type}` (JS v3 without batching) and
+//!   `/beacon/v1/batch?writeKey=...` (JS v3's beacon plugin).
+//! - Configuration: Segment's `/v1/projects/{writeKey}/settings` and
+//!   RudderStack's `/sourceConfig` (with or without its trailing slash).
+
+/// Paths of the batch call, with the trailing-slash forms clients send.
+pub const BATCH: [&str; 6] = ["/v1/batch", "/v1/batch/", "/v1/b", "/v1/b/", "/v1/import", "/v1/import/"];
+
+/// RudderStack JS v3's beacon path: the write key is in the query string.
+pub const BEACON: [&str; 2] = ["/beacon/v1/batch", "/beacon/v1/batch/"];
+
+/// The single calls, long and short (analytics-next) names, with or
+/// without a trailing slash.
+pub const SINGLE: [&str; 2] = [
+    "/v1/{kind:track|page|screen|identify|group|alias|t|p|s|i|g|a}",
+    "/v1/{kind:track|page|screen|identify|group|alias|t|p|s|i|g|a}/",
+];
+
+/// Segment's settings document.
+pub const SEGMENT_SETTINGS: [&str; 2] = ["/v1/projects/{write_key}/settings", "/v1/projects/{write_key}/settings/"];
+
+/// RudderStack's source configuration.
+pub const SOURCE_CONFIG: [&str; 2] = ["/sourceConfig", "/sourceConfig/"];
+
+/// The single call a path segment names: long names as they are, short
+/// names (analytics-next) by their first letter.
+pub fn single_kind(segment: &str) -> Option<&'static str> {
+    const KINDS: [&str; 6] = ["track", "page", "screen", "identify", "group", "alias"];
+    KINDS.iter().copied().find(|kind| *kind == segment || (segment.len() == 1 && kind.starts_with(segment)))
+}
+
+/// The metric label of a path: one per endpoint, whichever of its spellings
+/// was used; `None` for paths the gateway does not serve.
+pub fn label(path: &str) -> Option<&'static str> {
+    let trimmed = if path.len() > 1 { path.strip_suffix('/').unwrap_or(path) } else { path };
+    let label = match trimmed {
+        "/v1/batch" | "/v1/b" | "/v1/import" => "/v1/batch",
+        "/beacon/v1/batch" => "/beacon/v1/batch",
+        "/v1/pixel.gif" => "/v1/pixel.gif",
+        "/sourceConfig" => "/sourceConfig",
+        "/healthz" => "/healthz",
+        "/readyz" => "/readyz",
+        "/metrics" => "/metrics",
+        "/catalog" => "/catalog",
+        other => {
+            if other.starts_with("/catalog/") {
+                return Some("/catalog");
+            }
+            if other.starts_with("/v1/projects/") && other.ends_with("/settings") && other.matches('/').count() == 4 {
+                return Some("/v1/projects/settings");
+            }
+            let kind = other.strip_prefix("/v1/").and_then(single_kind)?;
+            return Some(match kind {
+                "track" => "/v1/track",
+                "page" => "/v1/page",
+                "screen" => "/v1/screen",
+                "identify" => "/v1/identify",
+                "group" => "/v1/group",
+                _ => "/v1/alias",
+            });
+        }
+    };
+    Some(label)
+}
+
+/// Whether browsers may call `path` from other origins (a CORS preflight is
+/// granted): the ingestion and configuration endpoints, not the operators'.
+pub fn cross_origin(path: &str) -> bool {
+    !matches!(label(path), None | Some("/healthz" | "/readyz" | "/metrics" | "/catalog"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_spelling_of_an_endpoint_has_its_one_label() {
+        for path in ["/v1/batch", "/v1/batch/", "/v1/b", "/v1/import", "/v1/import/"] {
+            assert_eq!(label(path), Some("/v1/batch"), "{path}");
+        }
+        for (path, want) in
+            [("/v1/t", "/v1/track"), ("/v1/track/", "/v1/track"), ("/v1/s", "/v1/screen"), ("/v1/a", "/v1/alias")]
+        {
+            assert_eq!(label(path), Some(want), "{path}");
+        }
+        assert_eq!(label("/v1/projects/abc/settings"), Some("/v1/projects/settings"));
+        assert_eq!(label("/sourceConfig/"), Some("/sourceConfig"));
+        assert_eq!(label("/catalog/web/"), Some("/catalog"));
+    }
+
+    #[test]
+    fn invented_paths_have_no_label_and_no_preflight() {
+        for path in ["/v1/x", "/v1/tr", "/v1/projects/a/b/settings", "/v1//", "/", "/v2/batch", "/v1/trackx"] {
+            assert_eq!(label(path), None, "{path}");
+            assert!(!cross_origin(path), "{path}");
+        }
+        assert!(!cross_origin("/metrics"));
+        assert!(cross_origin("/v1/p") && cross_origin("/sourceConfig") && cross_origin("/v1/pixel.gif"));
+    }
+
+    #[test]
+    fn short_names_are_first_letters_and_long_names_are_exact() {
+        assert_eq!(single_kind("i"), Some("identify"));
+        assert_eq!(single_kind("g"), Some("group"));
+        assert_eq!(single_kind("identify"), Some("identify"));
+        assert_eq!(single_kind("iden"), None);
+        assert_eq!(single_kind("x"), None);
+    }
+}
