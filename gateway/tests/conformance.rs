@@ -30,6 +30,19 @@ fn python(sdk: &str) -> Driver {
     Driver::new(deps_dir().join("venv/bin/python"), suite_dir().join("python")).arg("driver.py").arg(sdk)
 }
 
+/// The built Go driver (`scripts/test-conformance` builds it from `conformance/go`).
+fn go(sdk: &str) -> Driver {
+    Driver::new(deps_dir().join("bin/conformance-go"), suite_dir().join("go")).arg(sdk)
+}
+
+/// The JVM driver, compiled by Maven into `conformance/jvm/target`, with the
+/// classpath Maven resolved.
+fn jvm(sdk: &str) -> Driver {
+    let dir = suite_dir().join("jvm");
+    let deps = std::fs::read_to_string(dir.join("target/classpath.txt")).unwrap_or_default();
+    Driver::new("java", &dir).arg("-cp").arg(format!("target/classes:{}", deps.trim())).arg("conformance.Main").arg(sdk)
+}
+
 async fn server_case(case: &str, driver: Driver) {
     let gateway = start_gateway(&[]).await;
     let user = user(case);
@@ -61,4 +74,28 @@ async fn segment_python() {
 #[ignore = "needs the SDKs: run scripts/test-conformance"]
 async fn rudder_python() {
     server_case("rudder-python", python("rudder")).await;
+}
+
+#[actix_web::test]
+#[ignore = "needs the SDKs: run scripts/test-conformance"]
+async fn segment_go() {
+    server_case("segment-go", go("segment")).await;
+}
+
+#[actix_web::test]
+#[ignore = "needs the SDKs: run scripts/test-conformance"]
+async fn rudder_go() {
+    server_case("rudder-go", go("rudder")).await;
+}
+
+#[actix_web::test]
+#[ignore = "needs the SDKs: run scripts/test-conformance"]
+async fn segment_java() {
+    server_case("segment-java", jvm("segment-java")).await;
+}
+
+#[actix_web::test]
+#[ignore = "needs the SDKs: run scripts/test-conformance"]
+async fn rudder_java() {
+    server_case("rudder-java", jvm("rudder-java")).await;
 }

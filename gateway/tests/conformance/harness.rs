@@ -80,7 +80,8 @@ impl Driver {
     /// own verdict is `ok`; a driver exits non-zero when the SDK reported a
     /// failure, and that fails the case with everything it printed.
     pub async fn run(self) -> Value {
-        let label = format!("{} {}", self.program.display(), self.args.join(" "));
+        let shown: Vec<&str> = self.args.iter().map(|a| if a.len() > 80 { "…" } else { a.as_str() }).collect();
+        let label = format!("{} {}", self.program.display(), shown.join(" "));
         let output = tokio::task::spawn_blocking(move || {
             Command::new(&self.program)
                 .args(&self.args)
