@@ -99,3 +99,34 @@ async fn segment_java() {
 async fn rudder_java() {
     server_case("rudder-java", jvm("rudder-java")).await;
 }
+
+/// A free port for a browser case's page, so its origin (`http://localhost:PORT`)
+/// can be allowed before the gateway starts.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+/// A browser SDK on a page of another origin: `http://localhost:PORT`
+/// against a gateway on `http://127.0.0.1:...`.
+async fn browser_case(case: &str, sdk: &str) {
+    let port = free_port();
+    let gateway = start_gateway(&[format!("http://localhost:{port}")]).await;
+    let user = user(case);
+    let driver = node("browser.mjs").arg(sdk).env("PAGE_PORT", port.to_string());
+    let report = driver_env(driver, &gateway.url, &user).run().await;
+    eprintln!("{case}: {report}");
+    assert_delivered(case, &user, &SERVER_CALLS, 0);
+    gateway.stop().await;
+}
+
+#[actix_web::test]
+#[ignore = "needs the SDKs: run scripts/test-conformance"]
+async fn segment_browser() {
+    browser_case("segment-browser", "segment").await;
+}
+
+#[actix_web::test]
+#[ignore = "needs the SDKs: run scripts/test-conformance"]
+async fn rudder_browser() {
+    browser_case("rudder-browser", "rudder").await;
+}
