@@ -16,8 +16,15 @@
 mod common;
 #[path = "conformance/harness.rs"]
 mod harness;
+#[path = "conformance/mobile.rs"]
+mod mobile;
 
-use harness::{Driver, IDENTIFY, LINK_CLICKED, PAGE_VIEWED, assert_delivered, deps_dir, driver_env, start_gateway, suite_dir, user};
+use harness::{
+    Driver, IDENTIFY, LINK_CLICKED, PAGE_VIEWED, SCREEN_VIEWED, WRITE_KEY, assert_delivered, deps_dir, driver_env,
+    start_gateway, suite_dir, user,
+};
+use mobile::{Request, base64, basic, gzip, host_of, now_millis, rudder_events, rudder_source_config, segment_events, segment_settings};
+use serde_json::json;
 
 /// The three calls every server SDK driver makes: a track, a page and an identify.
 const SERVER_CALLS: [harness::Expect; 3] = [LINK_CLICKED, PAGE_VIEWED, IDENTIFY];
@@ -129,4 +136,290 @@ async fn segment_browser() {
 #[ignore = "needs the SDKs: run scripts/test-conformance"]
 async fn rudder_browser() {
     browser_case("rudder-browser", "rudder").await;
+}
+
+// ---- Rebuilt mobile uploads (see conformance/mobile.rs) ----
+
+/// What every mobile case sends: a track, a screen and an identify.
+const MOBILE_CALLS: [harness::Expect; 3] = [LINK_CLICKED, SCREEN_VIEWED, IDENTIFY];
+
+/// Runs one rebuilt case against a fresh gateway: `send` makes the SDK's
+/// requests and asserts the SDK's own success rule; then the events are
+/// read back from their domain topics.
+async fn mobile_case<F, Fut>(case: &str, send: F)
+where
+    F: FnOnce(String, String) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let gateway = start_gateway(&[]).await;
+    let user = user(case);
+    send(gateway.url.clone(), user.clone()).await;
+    assert_delivered(case, &user, &MOBILE_CALLS, 0);
+    gateway.stop().await;
+}
+
+/// segmentio/analytics-swift 1.7: Sources/Segment/Utilities/Networking/HTTPClient.swift
+/// (settingsFor: GET https://{cdnHost}/projects/{key}/settings, success when
+/// the status is not above 300; startBatchUpload: POST https://{apiHost}/b,
+/// success on 1..<300; configuredRequest: Content-Type, User-Agent,
+/// Accept-Encoding and no Authorization) and
+/// Sources/Segment/Utilities/Storage/Types/DirectoryStore.swift (the batch
+/// file: `{ "batch": [` line, one event per line joined by a leading comma,
+/// then `],"sentAt":"…","writeKey":"…"}`). The API host comes from the
+/// settings' `integrations["Segment.io"].apiHost` (SegmentDestination).
+#[actix_web::test]
+#[ignore = "needs the SDKs: run scripts/test-conformance"]
+async fn segment_swift_rebuilt() {
+    mobile_case("segment-swift", |url, user| async move {
+        let headers = |r: Request| {
+            r.header("Content-Type", "application/json; charset=utf-8")
+                .header("User-Agent", "analytics-ios/1.7.3")
+                .header("Accept-Encoding", "gzip")
+        };
+        let cdn_host = format!("{}/v1", host_of(&url));
+        let settings = headers(Request::get(format!("http://{cdn_host}/projects/{WRITE_KEY}/settings")));
+        let api_host = segment_settings(settings, |s| s <= 300).await;
+        assert_eq!(api_host, cdn_host, "the settings point the SDK back at the gateway");
+        let events = segment_events(&user, "analytics-swift", "1.7.3", true);
+        let mut file = String::from("{ \"batch\": [\n");
+        for (i, e) in events.iter().enumerate() {
+            file.push_str(if i == 0 { "" } else { "," });
+            file.push_str(&e.to_string());
+            file.push('\n');
+        }
+        file.push_str(&format!("],\"sentAt\":\"{}\",\"writeKey\":\"{WRITE_KEY}\"}}\n", now_millis()));
+        let answer = headers(Request::post(format!("http://{api_host}/b"), file.into_bytes())).send().await;
+        assert!((1..300).contains(&answer.status), "analytics-swift treats {} as a failure: {}", answer.status, answer.body);
+    })
+    .await;
+}
+
+/// segmentio/analytics-ios 4.1: Segment/Classes/SEGHTTPClient.m (upload:
+/// POST {SEGMENT_API_BASE}/batch, gzipped JSON, session headers
+/// Accept-Encoding, Content-Encoding gzip, Content-Type, Authorization Basic,
+/// User-Agent; success below 300; settingsForWriteKey: GET
+/// {SEGMENT_CDN_BASE}/projects/{key}/settings, success up to 300) and
+/// Segment/Classes/SEGSegmentIntegration.m (sendData: `sentAt`, `writeKey`
+/// and `batch`). NSUUID ids are upper-case. The API base is the app's
+/// requestFactory rewrite of https://api.segment.io/v1.
+#[actix_web::test]
+#[ignore = "needs the SDKs: run scripts/test-conformance"]
+async fn segment_ios_classic_rebuilt() {
+    mobile_case("segment-ios", |url, user| async move {
+        let settings = Request::get(format!("{url}/v1/projects/{WRITE_KEY}/settings"))
+            .header("Accept-Encoding", "gzip")
+            .header("User-Agent", "analytics-ios/4.1.8");
+        segment_settings(settings, |s| s <= 300).await;
+        let events = segment_events(&user, "analytics-ios", "4.1.8", true);
+        let payload = json!({"sentAt": now_millis(), "writeKey": WRITE_KEY, "batch": events});
+        let answer = Request::post(format!("{url}/v1/batch"), gzip(payload.to_string().as_bytes()))
+            .header("Accept-Encoding", "gzip")
+            .header("Content-Encoding", "gzip")
+            .header("Content-Type", "application/json")
+            .header("Authorization", basic())
+            .header("User-Agent", "analytics-ios/4.1.8")
+            .send()
+            .await;
+        assert!(answer.status < 300, "analytics-ios treats {} as a failure: {}", answer.status, answer.body);
+    })
+    .await;
+}
+
+/// segmentio/analytics-android 4.11: analytics/src/main/java/com/segment/analytics/ConnectionFactory.java
+/// (upload: POST https://api.segment.io/v1/import with Content-Type,
+/// User-Agent, Authorization Basic, Content-Encoding gzip,
+/// setChunkedStreamingMode(0); projectSettings: GET
+/// https://cdn-settings.segment.com/v1/projects/{key}/settings) and
+/// analytics/src/main/java/com/segment/analytics/Client.java (settings need
+/// exactly 200; an upload fails at 300 and above). The batch is
+/// `{"batch":[…],"sentAt":"…"}` (BatchPayloadWriter). The host is the app's
+/// ConnectionFactory override.
+#[actix_web::test]
+#[ignore = "needs the SDKs: run scripts/test-conformance"]
+async fn segment_android_classic_rebuilt() {
+    mobile_case("segment-android", |url, user| async move {
+        let agent = "analytics-android/4.11.3";
+        let settings = Request::get(format!("{url}/v1/projects/{WRITE_KEY}/settings"))
+            .header("Content-Type", "application/json")
+            .header("User-Agent", agent);
+        segment_settings(settings, |s| s == 200).await;
+        let events = segment_events(&user, "analytics-android", "4.11.3", false);
+        let payload = json!({"batch": events, "sentAt": now_millis()});
+        let answer = Request::post(format!("{url}/v1/import"), gzip(payload.to_string().as_bytes()))
+            .header("Content-Type", "application/json")
+            .header("User-Agent", agent)
+            .header("Authorization", basic())
+            .header("Content-Encoding", "gzip")
+            .chunked()
+            .send()
+            .await;
+        assert!(answer.status < 300, "analytics-android treats {} as a failure: {}", answer.status, answer.body);
+    })
+    .await;
+}
+
+/// segmentio/analytics_flutter 1.1: packages/core/lib/utils/http_client.dart
+/// (settingsFor: GET https://{cdnHost}/projects/{key}/settings, success up to
+/// 300; startBatchUpload: POST https://{apiHost}/b, success below 300, body
+/// `batch`, `sentAt` from `DateTime.now().toIso8601String()` (local time,
+/// microseconds, no offset) and `writeKey`; headers Content-Type,
+/// User-Agent, Accept-Encoding, no Authorization).
+#[actix_web::test]
+#[ignore = "needs the SDKs: run scripts/test-conformance"]
+async fn segment_flutter_rebuilt() {
+    mobile_case("segment-flutter", |url, user| async move {
+        let headers = |r: Request| {
+            r.header("Content-Type", "application/json; charset=utf-8")
+                .header("User-Agent", "analytics-flutter/1.1.7")
+                .header("Accept-Encoding", "gzip")
+        };
+        let cdn_host = format!("{}/v1", host_of(&url));
+        let settings = headers(Request::get(format!("http://{cdn_host}/projects/{WRITE_KEY}/settings")));
+        let api_host = segment_settings(settings, |s| s <= 300).await;
+        let mut events = segment_events(&user, "analytics-flutter", "1.1.7", false);
+        for e in &mut events {
+            // Dart's DateTime.now().toUtc().toIso8601String(): microseconds.
+            e["timestamp"] = json!(chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string());
+        }
+        let sent_at = chrono::Local::now().format("%Y-%m-%dT%H:%M:%S%.6f").to_string();
+        let body = json!({"batch": events, "sentAt": sent_at, "writeKey": WRITE_KEY});
+        let answer = headers(Request::post(format!("http://{api_host}/b"), body.to_string().into_bytes())).send().await;
+        assert!(answer.status < 300, "analytics_flutter treats {} as a failure: {}", answer.status, answer.body);
+    })
+    .await;
+}
+
+/// segmentio/analytics-react-native 2.x: packages/core/src/analytics.ts
+/// (fetchSettings: GET {cdnProxy}/projects/{key}/settings with
+/// `Cache-Control: no-cache`, checkResponseForErrors: any non-ok status
+/// fails) and packages/core/src/api.ts (uploadEvents: POST with
+/// `Content-Type: text/plain`, body `batch`, `sentAt`, `writeKey`; no
+/// Authorization). The upload goes to `{apiHost}/b` from the settings
+/// (packages/core/src/plugins/SegmentDestination.ts).
+#[actix_web::test]
+#[ignore = "needs the SDKs: run scripts/test-conformance"]
+async fn segment_react_native_rebuilt() {
+    mobile_case("segment-react-native", |url, user| async move {
+        let settings =
+            Request::get(format!("{url}/v1/projects/{WRITE_KEY}/settings")).header("Cache-Control", "no-cache");
+        let api_host = segment_settings(settings, |s| (200..300).contains(&s)).await;
+        let events = segment_events(&user, "analytics-react-native", "2.20.3", false);
+        let body = json!({"batch": events, "sentAt": now_millis(), "writeKey": WRITE_KEY});
+        let answer = Request::post(format!("http://{api_host}/b"), body.to_string().into_bytes())
+            .header("Content-Type", "text/plain")
+            .send()
+            .await;
+        assert!((200..300).contains(&answer.status), "analytics-react-native treats {} as a failure", answer.status);
+    })
+    .await;
+}
+
+/// rudderlabs/rudder-sdk-android 1.x: core/src/main/java/com/rudderstack/android/sdk/core/RudderNetworkManager.java
+/// (sendNetworkRequest: Authorization Basic on every request; a POST adds
+/// Content-Type application/json and `AnonymousId` (base64 of the anonymous
+/// id); success is exactly 200) and RudderServerConfigManager.java (GET
+/// {controlPlaneUrl}/sourceConfig?p=android&v=…&bv=…; nothing is sent until
+/// it answers 200 with `source.enabled`). The batch is
+/// `{"sentAt":"…","batch":[…]}` posted to {dataPlaneUrl}/v1/batch.
+#[actix_web::test]
+#[ignore = "needs the SDKs: run scripts/test-conformance"]
+async fn rudder_android_v1_rebuilt() {
+    mobile_case("rudder-android-v1", |url, user| async move {
+        rudder_source_config(
+            Request::get(format!("{url}/sourceConfig?p=android&v=1.27.1&bv=34")).header("Authorization", basic()),
+        )
+        .await;
+        let (anonymous, events) = rudder_events(&user, "com.rudderstack.android.sdk.core", "1.27.1");
+        let body = json!({"sentAt": now_millis(), "batch": events});
+        let answer = Request::post(format!("{url}/v1/batch"), body.to_string().into_bytes())
+            .header("Authorization", basic())
+            .header("Content-Type", "application/json")
+            .header("AnonymousId", base64(&anonymous))
+            .send()
+            .await;
+        assert_eq!(answer.status, 200, "rudder-sdk-android needs exactly 200: {}", answer.body);
+    })
+    .await;
+}
+
+/// rudderlabs/rudder-sdk-ios 1.x: Sources/Classes/RSNetworkManager.m
+/// (sendNetworkRequest: Authorization Basic; a POST adds `Content-Type:
+/// Application/json` (capital A) and `AnonymousId`; success is exactly 200;
+/// paths `v1/batch` on the data plane and `sourceConfig?p=ios&v=…` on the
+/// control plane, both after a slash the SDK appends).
+#[actix_web::test]
+#[ignore = "needs the SDKs: run scripts/test-conformance"]
+async fn rudder_ios_v1_rebuilt() {
+    mobile_case("rudder-ios-v1", |url, user| async move {
+        rudder_source_config(Request::get(format!("{url}/sourceConfig?p=ios&v=1.31.0")).header("Authorization", basic()))
+            .await;
+        let (anonymous, events) = rudder_events(&user, "rudder-ios-library", "1.31.0");
+        let body = json!({"sentAt": now_millis(), "batch": events});
+        let answer = Request::post(format!("{url}/v1/batch"), body.to_string().into_bytes())
+            .header("Authorization", basic())
+            .header("Content-Type", "Application/json")
+            .header("AnonymousId", base64(&anonymous))
+            .send()
+            .await;
+        assert_eq!(answer.status, 200, "rudder-sdk-ios needs exactly 200: {}", answer.body);
+    })
+    .await;
+}
+
+/// rudderlabs/rudder-sdk-kotlin 1.x: core/src/main/kotlin/com/rudderstack/sdk/kotlin/core/internals/network/HttpClientImpl.kt
+/// (Authorization Basic on every request; sendData: setChunkedStreamingMode(0),
+/// Content-Type application/json, `AnonymousId` (base64), Content-Encoding
+/// gzip with the body gzipped; success on 200..=299) and its
+/// SourceConfigManager (GET {controlPlaneUrl}/sourceConfig?p=android&v=…&bv=…).
+#[actix_web::test]
+#[ignore = "needs the SDKs: run scripts/test-conformance"]
+async fn rudder_kotlin_v2_rebuilt() {
+    mobile_case("rudder-kotlin-v2", |url, user| async move {
+        rudder_source_config(
+            Request::get(format!("{url}/sourceConfig?p=android&v=1.1.0&bv=34")).header("Authorization", basic()),
+        )
+        .await;
+        let (anonymous, events) = rudder_events(&user, "com.rudderstack.sdk.kotlin", "1.1.0");
+        let body = json!({"batch": events, "sentAt": now_millis()});
+        let answer = Request::post(format!("{url}/v1/batch"), gzip(body.to_string().as_bytes()))
+            .header("Authorization", basic())
+            .header("Content-Type", "application/json")
+            .header("AnonymousId", base64(&anonymous))
+            .header("Content-Encoding", "gzip")
+            .chunked()
+            .send()
+            .await;
+        assert!((200..=299).contains(&answer.status), "rudder-sdk-kotlin treats {} as a failure", answer.status);
+    })
+    .await;
+}
+
+/// rudderlabs/rudder-sdk-swift 1.x (v2): HttpClient.swift,
+/// `HttpClientRequestType` (GET {controlPlaneUrl}/sourceConfig with the
+/// platform query; POST {dataPlaneUrl}/v1/batch; headers Content-Type
+/// application/json and Authorization Basic, plus on uploads `AnonymousId`
+/// (the id itself, not base64) and Content-Encoding gzip with the body
+/// gzipped, gzip being on by default).
+#[actix_web::test]
+#[ignore = "needs the SDKs: run scripts/test-conformance"]
+async fn rudder_swift_v2_rebuilt() {
+    mobile_case("rudder-swift-v2", |url, user| async move {
+        rudder_source_config(
+            Request::get(format!("{url}/sourceConfig?p=ios&v=1.0.0"))
+                .header("Content-Type", "application/json")
+                .header("Authorization", basic()),
+        )
+        .await;
+        let (anonymous, events) = rudder_events(&user, "com.rudderstack.ios.sdk", "1.0.0");
+        let body = json!({"batch": events, "sentAt": now_millis()});
+        let answer = Request::post(format!("{url}/v1/batch"), gzip(body.to_string().as_bytes()))
+            .header("Content-Type", "application/json")
+            .header("Authorization", basic())
+            .header("AnonymousId", anonymous)
+            .header("Content-Encoding", "gzip")
+            .send()
+            .await;
+        assert!((200..300).contains(&answer.status), "rudder-sdk-swift treats {} as a failure", answer.status);
+    })
+    .await;
 }
