@@ -1,6 +1,7 @@
 //! Facts about the client that only the gateway can vouch for: its IP
 //! address (believing `X-Forwarded-For` only from configured proxies) and
-//! its user agent.
+//! its user agent, each bounded: they are copied into every event of the
+//! request, so an unbounded header would multiply into Kafka.
 
 use std::net::IpAddr;
 
@@ -9,6 +10,12 @@ use actix_web::http::header::USER_AGENT;
 use ipnet::IpNet;
 
 use crate::config::EnrichmentConfig;
+
+/// Longest header-derived text copied into an event (`context.userAgent`):
+/// 512 bytes, cut on a character boundary. Real user agents are under 300
+/// bytes; the rest of a longer one is padding or an attack, and the prefix
+/// keeps what user-agent parsers read.
+pub const MAX_CLIENT_FIELD_BYTES: usize = 512;
 
 /// What the gateway knows about the sender of one request.
 #[derive(Debug, Clone, Default)]
@@ -46,10 +53,13 @@ impl ClientResolver {
 
     /// The client of `req`: the peer, or, when the peer is a trusted proxy,
     /// the right-most `X-Forwarded-For` address that is not a trusted proxy.
-    pub fn client_ip(&self, peer: Option<IpAddr>, forwarded_for: Option<&str>) -> Option<IpAddr> {
+    /// `forwarded_for` holds the header's lines in order; several lines are
+    /// one list (RFC 9110 §5.3), so a proxy that adds its own line (HAProxy)
+    /// is read after the lines the client sent.
+    pub fn client_ip(&self, peer: Option<IpAddr>, forwarded_for: &[&str]) -> Option<IpAddr> {
         let mut client = peer?;
         if self.trusts(client) {
-            let hops = forwarded_for.unwrap_or_default().split(',').rev();
+            let hops = forwarded_for.iter().rev().flat_map(|line| line.split(',').rev());
             for hop in hops {
                 let Ok(ip) = hop.trim().parse::<IpAddr>() else { break };
                 client = ip;
@@ -69,13 +79,25 @@ impl ClientResolver {
 
     /// Everything about the client of `req`.
     pub fn resolve(&self, req: &HttpRequest) -> ClientInfo {
-        let forwarded = req.headers().get("x-forwarded-for").and_then(|v| v.to_str().ok());
+        // A line that is not text cannot name a hop: it stops the walk like
+        // any other unparsable hop.
+        let forwarded: Vec<&str> =
+            req.headers().get_all("x-forwarded-for").map(|v| v.to_str().unwrap_or_default()).collect();
         let peer = req.peer_addr().map(|a| a.ip());
         ClientInfo {
-            ip: self.client_ip(peer, forwarded),
-            user_agent: req.headers().get(USER_AGENT).and_then(|v| v.to_str().ok()).map(str::to_owned),
+            ip: self.client_ip(peer, &forwarded),
+            user_agent: req.headers().get(USER_AGENT).and_then(|v| v.to_str().ok()).map(bounded),
         }
     }
+}
+
+/// `text` cut to at most [`MAX_CLIENT_FIELD_BYTES`] on a character boundary.
+pub fn bounded(text: &str) -> String {
+    let mut cut = text.len().min(MAX_CLIENT_FIELD_BYTES);
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    text[..cut].to_owned()
 }
 
 /// Zeroes the host part an address shares with few others: the last octet
@@ -112,17 +134,40 @@ mod tests {
     #[test]
     fn forwarded_for_is_believed_only_from_trusted_proxies() {
         let r = resolver(&["10.0.0.0/8"], false);
-        assert_eq!(r.client_ip(Some(ip("10.1.2.3")), Some("203.0.113.9")), Some(ip("203.0.113.9")));
-        assert_eq!(r.client_ip(Some(ip("198.51.100.7")), Some("203.0.113.9")), Some(ip("198.51.100.7")), "forged");
+        assert_eq!(r.client_ip(Some(ip("10.1.2.3")), &["203.0.113.9"]), Some(ip("203.0.113.9")));
+        assert_eq!(r.client_ip(Some(ip("198.51.100.7")), &["203.0.113.9"]), Some(ip("198.51.100.7")), "forged");
         // A client may prepend anything; only hops added by trusted proxies count.
-        assert_eq!(r.client_ip(Some(ip("10.1.2.3")), Some("1.1.1.1, 203.0.113.9, 10.9.9.9")), Some(ip("203.0.113.9")));
-        assert_eq!(r.client_ip(Some(ip("10.1.2.3")), Some("garbage")), Some(ip("10.1.2.3")));
+        assert_eq!(r.client_ip(Some(ip("10.1.2.3")), &["1.1.1.1, 203.0.113.9, 10.9.9.9"]), Some(ip("203.0.113.9")));
+        assert_eq!(r.client_ip(Some(ip("10.1.2.3")), &["garbage"]), Some(ip("10.1.2.3")));
+    }
+
+    #[test]
+    fn forwarded_for_on_several_lines_is_one_list_read_from_the_last_line() {
+        let r = resolver(&["10.0.0.0/8"], false);
+        // The client sent its own line; the proxy (HAProxy) added the real
+        // address on a line of its own, after it.
+        let lines = ["6.6.6.6", "203.0.113.9"];
+        assert_eq!(r.client_ip(Some(ip("10.1.2.3")), &lines), Some(ip("203.0.113.9")));
+        let lines = ["6.6.6.6, 7.7.7.7", "203.0.113.9, 10.0.0.5"];
+        assert_eq!(r.client_ip(Some(ip("10.1.2.3")), &lines), Some(ip("203.0.113.9")), "trusted hops skipped");
+        let lines = ["6.6.6.6", "10.0.0.5"];
+        assert_eq!(r.client_ip(Some(ip("10.1.2.3")), &lines), Some(ip("6.6.6.6")), "across the line break");
+    }
+
+    #[test]
+    fn header_fields_are_bounded_on_a_character_boundary() {
+        assert_eq!(bounded(&"a".repeat(MAX_CLIENT_FIELD_BYTES)).len(), MAX_CLIENT_FIELD_BYTES, "at the limit");
+        assert_eq!(bounded(&"a".repeat(MAX_CLIENT_FIELD_BYTES + 1)).len(), MAX_CLIENT_FIELD_BYTES, "one past");
+        let wide = format!("a{}", "é".repeat(MAX_CLIENT_FIELD_BYTES));
+        let cut = bounded(&wide);
+        assert_eq!(cut.len(), MAX_CLIENT_FIELD_BYTES - 1, "a two-byte character is not split");
+        assert!(wide.starts_with(&cut));
     }
 
     #[test]
     fn anonymising_drops_the_host_part() {
         let r = resolver(&[], true);
-        assert_eq!(r.client_ip(Some(ip("203.0.113.77")), None), Some(ip("203.0.113.0")));
+        assert_eq!(r.client_ip(Some(ip("203.0.113.77")), &[]), Some(ip("203.0.113.0")));
         assert_eq!(anonymize(ip("2001:db8:1:2:3:4:5:6")), ip("2001:db8:1::"));
     }
 }

@@ -107,7 +107,7 @@ impl AppState {
 fn build_auth(config: &config::Config, catalog: &Catalog) -> Result<auth::AuthState, StartupError> {
     for source in &config.sources {
         for domain in &source.domains {
-            if !catalog.topics().contains_key(domain) {
+            if domain != pipeline::IDENTITY_DOMAIN && !catalog.topics().contains_key(domain) {
                 return Err(StartupError::UnknownDomain { source_id: source.id.clone(), domain: domain.clone() });
             }
         }

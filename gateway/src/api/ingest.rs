@@ -13,7 +13,7 @@ use crate::api::outcome::{self, BatchAnswer};
 use crate::auth::{self, AuthState, Authenticated, Principal};
 use crate::enrich::ClientInfo;
 use crate::error::ApiError;
-use crate::pipeline::{Admission, Verdict};
+use crate::pipeline::Admission;
 use crate::wire::{self, BatchRequest};
 
 /// What is known of a request before its body is read.
@@ -116,12 +116,14 @@ pub async fn ingest(
         max_event_bytes: state.config.limits.max_event_bytes,
         metrics: &state.metrics,
     };
-    let planned: Vec<_> = request.events.into_iter().map(|event| admission.admit(event)).collect();
-    let refused = planned.iter().filter(|p| !matches!(p.verdict, Verdict::Accept(_))).count();
+    let planned = admission.admit_all(request.events);
+    let refused = planned.iter().filter(|p| p.verdict.refuses_strict_batch()).count();
     if source.strict && refused > 0 {
-        let preview = outcome::preview(planned);
-        count_events(state, endpoint, &preview);
-        return Err(ApiError::BatchRejected(refused, preview.events));
+        // Nothing of a refused batch is produced: every event counts as
+        // rejected, whatever the preview says it would have been.
+        let count = u64::try_from(planned.len()).unwrap_or(u64::MAX);
+        state.metrics.events.with_label_values(&[endpoint, "rejected", "none"]).inc_by(count);
+        return Err(ApiError::BatchRejected(refused, outcome::preview(planned).events));
     }
     let deadline = Duration::from_millis(state.config.server.request_timeout_ms);
     let started = Instant::now();

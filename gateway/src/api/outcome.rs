@@ -19,6 +19,9 @@ pub struct BatchAnswer {
     pub invalid: usize,
     /// Events produced nowhere.
     pub rejected: usize,
+    /// Events repeating the `messageId` of an earlier event of the request
+    /// that is produced: stored once, not again.
+    pub duplicate: usize,
     /// One entry per event, in request order.
     pub events: Vec<EventOutcome>,
 }
@@ -32,7 +35,7 @@ pub struct EventOutcome {
     /// Its `messageId`, generated when the client sent none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message_id: Option<String>,
-    /// `accepted`, `invalid` or `rejected`.
+    /// `accepted`, `invalid`, `rejected` or `duplicate`.
     pub status: &'static str,
     /// The topic it went to (domain topic or dead-letter topic).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -68,7 +71,7 @@ pub async fn produce(
                     OutRecord { topic, key: String::new(), payload: Vec::new(), headers: Vec::new() },
                 ))
             }
-            Verdict::Reject { .. } => None,
+            Verdict::Reject { .. } | Verdict::Duplicate { .. } => None,
         })
         .collect();
     let results = if records.is_empty() {
@@ -103,7 +106,8 @@ pub fn preview(planned: Vec<Planned>) -> BatchAnswer {
 
 /// Pairs each produced verdict with its delivery result, in order.
 fn assemble(planned: Vec<Planned>, mut results: impl Iterator<Item = Result<Delivered, SinkError>>) -> BatchAnswer {
-    let mut answer = BatchAnswer { accepted: 0, invalid: 0, rejected: 0, events: Vec::with_capacity(planned.len()) };
+    let mut answer =
+        BatchAnswer { accepted: 0, invalid: 0, rejected: 0, duplicate: 0, events: Vec::with_capacity(planned.len()) };
     for (index, p) in planned.into_iter().enumerate() {
         let mut outcome = EventOutcome {
             index,
@@ -114,10 +118,7 @@ fn assemble(planned: Vec<Planned>, mut results: impl Iterator<Item = Result<Deli
             message: None,
             errors: Vec::new(),
         };
-        let delivered = match &p.verdict {
-            Verdict::Reject { .. } => None,
-            _ => results.next(),
-        };
+        let delivered = if p.verdict.is_produced() { results.next() } else { None };
         match (p.verdict, delivered) {
             (_, Some(Err(_))) => {
                 outcome.status = "rejected";
@@ -137,10 +138,16 @@ fn assemble(planned: Vec<Planned>, mut results: impl Iterator<Item = Result<Deli
                 outcome.code = Some(code);
                 outcome.message = Some(message);
             }
+            (Verdict::Duplicate { first }, _) => {
+                outcome.status = "duplicate";
+                outcome.code = Some("duplicate_message_id");
+                outcome.message = Some(format!("the same `messageId` as event {first} of this request: stored once"));
+            }
         }
         match outcome.status {
             "accepted" => answer.accepted += 1,
             "invalid" => answer.invalid += 1,
+            "duplicate" => answer.duplicate += 1,
             _ => answer.rejected += 1,
         }
         answer.events.push(outcome);

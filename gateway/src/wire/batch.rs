@@ -13,6 +13,9 @@ pub struct BatchRequest {
     /// The events, in order.
     pub events: Vec<Value>,
     /// When the client sent the batch by its own clock, for skew correction.
+    /// A `sentAt` that is not a string is kept as its JSON text: like an
+    /// unparsable string, it stops the correction and is flagged on each
+    /// record (never a refusal: most SDKs drop a batch answered 400).
     pub sent_at: Option<String>,
     /// The write key from the body, for clients that cannot set headers.
     pub write_key: Option<String>,
@@ -28,7 +31,7 @@ pub fn decode_batch(value: Value, limits: &LimitsConfig) -> Result<BatchRequest,
     let sent_at = match top.remove("sentAt") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s),
-        Some(_) => return Err(ApiError::InvalidBody("`sentAt` must be an ISO 8601 string".into())),
+        Some(other) => Some(other.to_string()),
     };
     let mut events = match top.remove("batch") {
         Some(Value::Array(events)) => events,
@@ -71,6 +74,10 @@ fn take_write_key(object: &mut Map<String, Value>) -> Result<Option<String>, Api
 fn merge_context(event: &mut Value, shared: &Map<String, Value>) {
     let Value::Object(event) = event else { return };
     let context = event.entry("context").or_insert_with(|| Value::Object(Map::new()));
+    // `"context": null` is an absent context (Python SDKs send it).
+    if context.is_null() {
+        *context = Value::Object(Map::new());
+    }
     if let Value::Object(context) = context {
         for (key, value) in shared {
             context.entry(key.clone()).or_insert_with(|| value.clone());
@@ -102,6 +109,8 @@ mod tests {
         assert_eq!(batch.write_key.as_deref(), Some("k"));
         assert_eq!(batch.sent_at.as_deref(), Some("2026-01-01T00:00:00Z"));
         assert_eq!(batch.events[0]["context"], json!({"locale": "de", "ip": "1.2.3.4"}));
+        let batch = decode(json!({"context": {"locale": "en"}, "batch": [{"context": null}]}), 10).expect("valid");
+        assert_eq!(batch.events[0]["context"], json!({"locale": "en"}), "a null context takes the shared one");
     }
 
     #[test]
@@ -127,5 +136,13 @@ mod tests {
         assert_eq!(decode(json!({"batch": {}}), 5).expect_err("object").code(), "invalid_body");
         assert_eq!(decode(json!({"batch": []}), 5).expect_err("empty").code(), "invalid_body");
         assert_eq!(decode(json!({"batch": [{}], "writeKey": 5}), 5).expect_err("key").code(), "invalid_body");
+    }
+
+    #[test]
+    fn a_sent_at_that_is_not_a_string_is_kept_for_the_events_to_flag() {
+        let batch = decode(json!({"sentAt": 5, "batch": [{}]}), 5).expect("not refused");
+        assert_eq!(batch.sent_at.as_deref(), Some("5"));
+        let batch = decode(json!({"sentAt": null, "batch": [{}]}), 5).expect("null is absent");
+        assert_eq!(batch.sent_at, None);
     }
 }

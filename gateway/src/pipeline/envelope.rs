@@ -1,0 +1,172 @@
+//! The Segment common fields as the SDKs really send them, brought to one
+//! shape before an event is checked against its schema: an SDK's correct
+//! event must never be dead-lettered for its envelope.
+//!
+//! What the SDKs put there (read from their sources; the envelope tests in
+//! `gateway/tests/envelope_sdks.rs` cite each file):
+//! - `null` for a field they have no value for (Segment's and RudderStack's
+//!   Python SDKs: `"anonymousId": null`, `"name": null`, ...);
+//! - `""` for an unknown user (RudderStack Kotlin v2 and JS v3: `"userId": ""`);
+//! - `originalTimestamp` instead of `timestamp`, and a per-event `sentAt`
+//!   (every RudderStack SDK);
+//! - the screen name in `event` rather than `name` (RudderStack Android v1
+//!   and Kotlin v2 screen calls);
+//! - `channel`, `integrations`, `_metadata`, `context.library`: kept as sent.
+
+use serde_json::{Map, Value};
+
+/// Longest `messageId` accepted; it is a dedup key downstream, not a payload.
+pub const MAX_MESSAGE_ID_LEN: usize = 128;
+
+/// Longest Kafka record key (a user id, an order id, ...). Keys are hashed
+/// for every record and kept in every consumer's state; a key is an id.
+pub const MAX_KEY_BYTES: usize = 256;
+
+/// Identifier fields: `null` and `""` mean absent, an integer becomes its
+/// decimal text (backends often hold numeric user ids).
+const ID_FIELDS: [&str; 4] = ["userId", "anonymousId", "groupId", "previousId"];
+
+/// Why an envelope cannot be used: a stable code and the reason in words.
+pub type EnvelopeError = (&'static str, String);
+
+/// Normalises the common fields of `event` in place; only an envelope no SDK
+/// sends (a `context` that is not an object) is an error.
+pub fn normalize(event: &mut Map<String, Value>) -> Result<(), EnvelopeError> {
+    // A top-level `null` is "no value" in every SDK that sends one; dropping
+    // it lets the schema see the field as absent, as the sender meant.
+    event.retain(|_, value| !value.is_null());
+    for field in ID_FIELDS {
+        match event.get_mut(field) {
+            Some(Value::String(id)) if id.is_empty() => {
+                event.remove(field);
+            }
+            Some(value @ Value::Number(_)) if value.is_i64() || value.is_u64() => {
+                *value = Value::String(value.to_string());
+            }
+            _ => {}
+        }
+    }
+    if let Some(context) = event.get("context")
+        && !context.is_object()
+    {
+        let message = "`context` must be an object (or absent); the event is kept on the dead-letter topic";
+        return Err(("invalid_context", message.into()));
+    }
+    name_screen_or_page(event);
+    Ok(())
+}
+
+/// `page` and `screen` calls carry their name in `name`; RudderStack's
+/// mobile SDKs put it in `event` (and `properties.name`).
+fn name_screen_or_page(event: &mut Map<String, Value>) {
+    if event.contains_key("name") || !matches!(event.get("type").and_then(Value::as_str), Some("screen" | "page")) {
+        return;
+    }
+    let name = event
+        .get("event")
+        .and_then(Value::as_str)
+        .or_else(|| event.get("properties").and_then(|p| p.get("name")).and_then(Value::as_str))
+        .filter(|name| !name.is_empty())
+        .map(str::to_owned);
+    if let Some(name) = name {
+        event.insert("name".into(), Value::String(name));
+    }
+}
+
+/// Checks a client's `messageId`: a non-empty printable string of at most
+/// [`MAX_MESSAGE_ID_LEN`] bytes, without control characters and without
+/// leading or trailing white space (a dedup key that looks blank, or differs
+/// from another only in invisible characters, deduplicates nothing).
+pub fn check_message_id(id: &str) -> Result<(), String> {
+    if id.is_empty() || id.len() > MAX_MESSAGE_ID_LEN {
+        return Err(format!("`messageId` must be a non-empty string of at most {MAX_MESSAGE_ID_LEN} bytes"));
+    }
+    if id.chars().any(char::is_control) {
+        return Err("`messageId` must not contain control characters (NUL, newlines, tabs, ...)".into());
+    }
+    if id.trim() != id {
+        return Err("`messageId` must not begin or end with white space".into());
+    }
+    Ok(())
+}
+
+/// The rules every record key obeys, whatever the route: present, not
+/// empty, at most [`MAX_KEY_BYTES`].
+pub fn check_key(key: &str) -> Result<(), EnvelopeError> {
+    if key.is_empty() {
+        return Err(("missing_key", "the event's key field is empty; a record needs a key".into()));
+    }
+    if key.len() > MAX_KEY_BYTES {
+        let message = format!("the event's key is {} bytes; keys are at most {MAX_KEY_BYTES} bytes", key.len());
+        return Err(("invalid_key", message));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn normalized(event: Value) -> Result<Value, EnvelopeError> {
+        let Value::Object(mut map) = event else { panic!("object") };
+        normalize(&mut map).map(|()| Value::Object(map))
+    }
+
+    #[test]
+    fn nulls_and_empty_ids_mean_absent() {
+        let event = normalized(json!({"type": "track", "event": "X", "userId": "u", "anonymousId": null,
+            "context": null, "integrations": {}, "channel": "server", "properties": {"a": null}}))
+        .expect("valid envelope");
+        assert_eq!(
+            event,
+            json!({"type": "track", "event": "X", "userId": "u", "integrations": {}, "channel": "server",
+                "properties": {"a": null}}),
+            "only top-level nulls go; properties are the event's own data"
+        );
+        let event = normalized(json!({"type": "track", "userId": "", "anonymousId": "a"})).expect("valid");
+        assert_eq!(event, json!({"type": "track", "anonymousId": "a"}));
+    }
+
+    #[test]
+    fn numeric_ids_become_text_and_others_stay() {
+        let event = normalized(json!({"userId": 42, "anonymousId": 1.5, "groupId": -7})).expect("valid");
+        assert_eq!(event, json!({"userId": "42", "anonymousId": 1.5, "groupId": "-7"}));
+    }
+
+    #[test]
+    fn a_context_that_is_not_an_object_is_refused() {
+        assert_eq!(normalized(json!({"context": "x"})).expect_err("string").0, "invalid_context");
+        assert_eq!(normalized(json!({"context": [1]})).expect_err("array").0, "invalid_context");
+        assert!(normalized(json!({"context": null})).expect("null is absent").get("context").is_none());
+    }
+
+    #[test]
+    fn screens_named_in_event_get_their_name() {
+        let event = normalized(json!({"type": "screen", "event": "Home", "properties": {}})).expect("valid");
+        assert_eq!(event["name"], "Home");
+        let event = normalized(json!({"type": "screen", "properties": {"name": "Cart"}})).expect("valid");
+        assert_eq!(event["name"], "Cart");
+        let event = normalized(json!({"type": "screen", "name": "A", "event": "B"})).expect("valid");
+        assert_eq!(event["name"], "A", "the client's own name wins");
+        let event = normalized(json!({"type": "track", "event": "B"})).expect("valid");
+        assert!(event.get("name").is_none(), "only page and screen calls");
+    }
+
+    #[test]
+    fn message_ids_must_be_printable_and_bounded() {
+        for good in ["a", "0194B2C4-6F1E-7A3B-9C2D-1E2F3A4B5C6D", "1733140800000-3e0c", &"x".repeat(MAX_MESSAGE_ID_LEN)] {
+            assert!(check_message_id(good).is_ok(), "{good:?}");
+        }
+        for bad in ["", " ", "a\nb", "a\0", "\t", " a", "a ", &"x".repeat(MAX_MESSAGE_ID_LEN + 1)] {
+            assert!(check_message_id(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn key_rules_are_exact() {
+        assert!(check_key(&"k".repeat(MAX_KEY_BYTES)).is_ok());
+        assert_eq!(check_key(&"k".repeat(MAX_KEY_BYTES + 1)).expect_err("long").0, "invalid_key");
+        assert_eq!(check_key("").expect_err("empty").0, "missing_key");
+    }
+}

@@ -1,0 +1,236 @@
+//! One event's way through the gateway after the request is authenticated:
+//! normalise the envelope → classify → check against the catalog → enrich →
+//! route. The result is a [`Verdict`] per event; nothing here touches the
+//! network.
+
+mod clock;
+mod enrichment;
+mod envelope;
+mod record;
+mod route;
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use eventgw_schemas::{Catalog, SchemaViolation};
+use serde_json::Value;
+
+pub use self::clock::{
+    CORRECTION_HEADER, EventTime, INVALID_SENT_AT, MAX_CLOCK_SKEW_SECS, SKEW_EXCEEDED, format_time, parse_time,
+};
+pub use self::enrichment::MAX_ENRICHMENT_BYTES;
+pub use self::envelope::{MAX_KEY_BYTES, MAX_MESSAGE_ID_LEN, check_message_id};
+pub use self::route::IDENTITY_DOMAIN;
+use self::record::{compact_size, warning_text};
+use crate::auth::Source;
+use crate::config::KafkaConfig;
+use crate::enrich::{ClientInfo, ClientResolver};
+use crate::sink::OutRecord;
+
+/// What happens to one event.
+#[derive(Debug)]
+pub enum Verdict {
+    /// Valid: produce `record` to its domain topic.
+    Accept(OutRecord),
+    /// Broke its contract: produce `record` (an envelope with the reasons)
+    /// to the dead-letter topic, and tell the client.
+    DeadLetter {
+        /// The dead-letter record.
+        record: OutRecord,
+        /// Stable machine code of the reason.
+        code: &'static str,
+        /// The reason in words.
+        message: String,
+        /// Schema violations, when the reason is the schema.
+        errors: Vec<SchemaViolation>,
+    },
+    /// Not produced anywhere; the client is told why.
+    Reject {
+        /// Stable machine code of the reason.
+        code: &'static str,
+        /// The reason in words.
+        message: String,
+    },
+    /// The same `messageId` as an earlier event of the batch that is
+    /// produced: stored once, answered `duplicate`.
+    Duplicate {
+        /// Index of that earlier event in the request.
+        first: usize,
+    },
+}
+
+impl Verdict {
+    /// Whether the event is produced to Kafka (its topic or the dead-letter
+    /// topic).
+    pub fn is_produced(&self) -> bool {
+        matches!(self, Self::Accept(_) | Self::DeadLetter { .. })
+    }
+
+    /// Whether a strict source refuses the batch for this event: anything
+    /// but accepted, except a duplicate of an accepted event.
+    pub fn refuses_strict_batch(&self) -> bool {
+        !matches!(self, Self::Accept(_) | Self::Duplicate { .. })
+    }
+}
+
+/// One event's verdict and its id.
+#[derive(Debug)]
+pub struct Planned {
+    /// The event's `messageId` (the client's or the one given here).
+    pub message_id: Option<String>,
+    /// What happens to it.
+    pub verdict: Verdict,
+}
+
+/// Everything an event's verdict depends on besides the event.
+pub struct Admission<'a> {
+    /// The compiled schema catalog.
+    pub catalog: &'a Catalog,
+    /// The authenticated source.
+    pub source: &'a Source,
+    /// Dead-letter, identity and unclassified topics.
+    pub kafka: &'a KafkaConfig,
+    /// When the gateway received the request.
+    pub received_at: DateTime<Utc>,
+    /// `received_at` formatted once per request, not once per event.
+    pub received_at_text: &'a str,
+    /// The batch's `sentAt`, if any; an event's own `sentAt` wins.
+    pub sent_at: Option<&'a str>,
+    /// How the request authenticated, carried as the `auth` header.
+    pub auth_method: &'static str,
+    /// A verified JWT's subject: it replaces whatever `userId` the event
+    /// says, so a client cannot speak for another user.
+    pub subject: Option<&'a str>,
+    /// The client's IP and user agent, as the gateway sees them.
+    pub client: &'a ClientInfo,
+    /// Applies the anonymise setting to client-reported IPs.
+    pub clients: &'a ClientResolver,
+    /// Largest event accepted, as compact JSON.
+    pub max_event_bytes: usize,
+    /// Where contract violations are counted, by schema and rollout.
+    pub metrics: &'a crate::telemetry::Metrics,
+}
+
+/// The contract an event is checked against: a catalog event, an identity
+/// call, or nothing (unknown events passed through).
+struct Route {
+    topic: String,
+    key: String,
+    schema: String,
+    version: String,
+    name: String,
+    /// Under the `warn` rollout, the waived violations for the
+    /// `contract-warning` header.
+    warning: Option<String>,
+}
+
+/// Longest `contract-warning` header value; the full reasons are in the
+/// schema, the header only has to say what to look for.
+pub const MAX_WARNING_BYTES: usize = 1024;
+
+impl Admission<'_> {
+    /// Decides the fate of every event of one request, in order. A
+    /// `messageId` repeated within the request is produced once: later
+    /// copies of an event that is produced are [`Verdict::Duplicate`].
+    pub fn admit_all(&self, events: Vec<Value>) -> Vec<Planned> {
+        let dedupe = events.len() > 1;
+        let mut produced: HashMap<String, usize> = HashMap::new();
+        let mut planned = Vec::with_capacity(events.len());
+        for (index, event) in events.into_iter().enumerate() {
+            let repeat = match event.get("messageId") {
+                Some(Value::String(id)) if dedupe => produced.get(id).map(|first| (id.clone(), *first)),
+                _ => None,
+            };
+            if let Some((id, first)) = repeat {
+                planned.push(Planned { message_id: Some(id), verdict: Verdict::Duplicate { first } });
+                continue;
+            }
+            let decided = self.admit(event);
+            if dedupe && decided.verdict.is_produced()
+                && let Some(id) = &decided.message_id
+            {
+                produced.entry(id.clone()).or_insert(index);
+            }
+            planned.push(decided);
+        }
+        planned
+    }
+
+    /// Decides one event's fate.
+    pub fn admit(&self, event: Value) -> Planned {
+        let Value::Object(mut event) = event else {
+            return reject(None, "event_not_object", "each event in `batch` must be a JSON object".into());
+        };
+        let size = compact_size(&event);
+        if size > self.max_event_bytes {
+            let id = event.get("messageId").and_then(Value::as_str).map(str::to_owned);
+            let message = format!("the event is {size} bytes; at most {} are accepted", self.max_event_bytes);
+            return reject(id, "event_too_large", message);
+        }
+        let message_id = match event.get("messageId") {
+            None | Some(Value::Null) => {
+                let id = uuid::Uuid::now_v7().to_string();
+                event.insert("messageId".into(), Value::String(id.clone()));
+                id
+            }
+            Some(Value::String(id)) => match check_message_id(id) {
+                Ok(()) => id.clone(),
+                Err(message) => return reject(None, "invalid_message_id", message),
+            },
+            Some(_) => return reject(None, "invalid_message_id", "`messageId` must be a string".into()),
+        };
+        event.remove("writeKey");
+        if let Some(subject) = self.subject {
+            event.insert("userId".into(), Value::String(subject.to_owned()));
+        }
+        let normalized = envelope::normalize(&mut event);
+        // No copy of the event is made: enrichment only mutates it once every
+        // check has passed, so a refused event is still the one received
+        // (with its envelope normalised).
+        let event = Value::Object(event);
+        let verdict = match normalized.map_err(|(code, message)| Refusal::dead(code, message)).and_then(|()| {
+            let route = self.route(&event)?;
+            envelope::check_key(&route.key).map_err(|(code, message)| Refusal::dead(code, message))?;
+            Ok(route)
+        }) {
+            Ok(route) => match clock::event_time(&event, self.sent_at, self.received_at) {
+                Ok(time) => self.accept(&route, &message_id, event, &time),
+                Err(message) => self.dead_letter(&event, &message_id, "invalid_timestamp", message, Vec::new()),
+            },
+            Err(Refusal::Reject(code, message)) => Verdict::Reject { code, message },
+            Err(Refusal::DeadLetter(code, message, errors)) => {
+                self.dead_letter(&event, &message_id, code, message, errors)
+            }
+        };
+        Planned { message_id: Some(message_id), verdict }
+    }
+
+    /// Enriches a valid event into its record, unless enrichment made the
+    /// record larger than the event limit plus [`MAX_ENRICHMENT_BYTES`].
+    fn accept(&self, route: &Route, message_id: &str, event: Value, time: &EventTime) -> Verdict {
+        let Value::Object(mut map) = event else { unreachable!("admit builds the event as an object") };
+        self.enrich(&mut map, time);
+        let record = self.record(route, message_id, Value::Object(map), time.flag);
+        let bound = self.max_event_bytes + MAX_ENRICHMENT_BYTES;
+        if record.payload.len() > bound {
+            let message = format!("the enriched event is {} bytes; at most {bound} are stored", record.payload.len());
+            return Verdict::Reject { code: "event_too_large", message };
+        }
+        Verdict::Accept(record)
+    }
+}
+
+enum Refusal {
+    Reject(&'static str, String),
+    DeadLetter(&'static str, String, Vec<SchemaViolation>),
+}
+
+impl Refusal {
+    fn dead(code: &'static str, message: String) -> Self {
+        Self::DeadLetter(code, message, Vec::new())
+    }
+}
+
+fn reject(message_id: Option<String>, code: &'static str, message: String) -> Planned {
+    Planned { message_id, verdict: Verdict::Reject { code, message } }
+}

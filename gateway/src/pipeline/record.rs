@@ -1,0 +1,106 @@
+//! Kafka records of an event: the enriched event on its topic, or the
+//! dead-letter envelope with the reasons; both with the same headers.
+
+use eventgw_schemas::SchemaViolation;
+use serde_json::{Map, Value, json};
+
+use super::clock::CORRECTION_HEADER;
+use super::{Admission, MAX_WARNING_BYTES, Route, Verdict};
+use crate::sink::OutRecord;
+
+impl Admission<'_> {
+    fn headers(&self, message_id: &str, route: Option<&Route>) -> Vec<(&'static str, String)> {
+        let mut headers = vec![
+            ("event-id", message_id.to_owned()),
+            ("source", self.source.id.clone()),
+            ("received-at", self.received_at_text.to_owned()),
+            ("auth", self.auth_method.to_owned()),
+        ];
+        if let Some(route) = route {
+            headers.push(("event-name", route.name.clone()));
+            headers.push(("schema", route.schema.clone()));
+            headers.push(("schema-version", route.version.clone()));
+            if let Some(warning) = &route.warning {
+                headers.push(("contract-warning", warning.clone()));
+            }
+        }
+        headers
+    }
+
+    /// The record of an accepted event; `time_flag` says why its timestamp
+    /// was not corrected, if it was not.
+    pub(super) fn record(
+        &self,
+        route: &Route,
+        message_id: &str,
+        event: Value,
+        time_flag: Option<&'static str>,
+    ) -> OutRecord {
+        let mut headers = self.headers(message_id, Some(route));
+        if let Some(flag) = time_flag {
+            headers.push((CORRECTION_HEADER, flag.to_owned()));
+        }
+        OutRecord { topic: route.topic.clone(), key: route.key.clone(), payload: event.to_string().into_bytes(), headers }
+    }
+
+    pub(super) fn dead_letter(
+        &self,
+        original: &Value,
+        message_id: &str,
+        code: &'static str,
+        message: String,
+        errors: Vec<SchemaViolation>,
+    ) -> Verdict {
+        let envelope = json!({
+            "reason": code,
+            "message": message,
+            "errors": errors,
+            "source": self.source.id,
+            "receivedAt": self.received_at_text,
+            "messageId": message_id,
+            "event": original,
+        });
+        let mut headers = self.headers(message_id, None);
+        headers.push(("dead-letter-reason", code.to_owned()));
+        let record = OutRecord {
+            topic: self.kafka.dead_letter_topic.clone(),
+            key: message_id.to_owned(),
+            payload: envelope.to_string().into_bytes(),
+            headers,
+        };
+        Verdict::DeadLetter { record, code, message, errors }
+    }
+}
+
+/// The waived violations as one header value, `path: message; ...`, cut
+/// at [`MAX_WARNING_BYTES`] on a character boundary.
+pub(super) fn warning_text(waived: &[SchemaViolation]) -> String {
+    let mut text = waived.iter().map(|v| format!("{}: {}", v.path, v.message)).collect::<Vec<_>>().join("; ");
+    if text.len() > MAX_WARNING_BYTES {
+        let mut cut = MAX_WARNING_BYTES;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+    }
+    text
+}
+
+/// Length of `event` as compact JSON, counted without building the text.
+pub(super) fn compact_size(event: &Map<String, Value>) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    match serde_json::to_writer(&mut counter, event) {
+        Ok(()) => counter.0,
+        Err(_) => usize::MAX,
+    }
+}

@@ -1,0 +1,146 @@
+//! Which contract and topic an event belongs to: a catalog event of a domain
+//! the source may send, an identity call (the `identity` domain), or an
+//! unknown event under the source's `unknown_events` rule.
+
+use eventgw_schemas::{Rollout, SchemaViolation, Violation};
+use serde_json::Value;
+
+use super::{Admission, Refusal, Route, warning_text};
+use crate::config::UnknownEvents;
+
+/// The domain a source must list to send `identify`, `group` and `alias`
+/// calls: they merge and rename users, so not every write key may.
+pub const IDENTITY_DOMAIN: &str = "identity";
+
+impl Admission<'_> {
+    pub(super) fn route(&self, event: &Value) -> Result<Route, Refusal> {
+        let kind = event.get("type").and_then(Value::as_str).unwrap_or_default();
+        let name = match kind {
+            "track" => match event.get("event").and_then(Value::as_str) {
+                Some(name) if !name.is_empty() => name.to_owned(),
+                _ => return Err(Refusal::dead("missing_event_name", "a track call needs an `event` name".into())),
+            },
+            "page" => "Page Viewed".to_owned(),
+            "screen" => "Screen Viewed".to_owned(),
+            "identify" | "group" | "alias" => return self.identity_route(kind, event),
+            "" => return Err(Refusal::Reject("invalid_type", "the event has no `type`".into())),
+            other => {
+                let message = format!("`type` `{other}` is not one of track, page, screen, identify, group, alias");
+                return Err(Refusal::Reject("invalid_type", message));
+            }
+        };
+        let Some(event_type) = self.catalog.event(&name) else {
+            return self.unknown_event(&name, event);
+        };
+        if !self.source.domains.contains(&event_type.domain) {
+            let message = format!("source `{}` may not send `{name}` (domain `{}`)", self.source.id, event_type.domain);
+            return Err(Refusal::Reject("domain_not_allowed", message));
+        }
+        let pinned = match event.pointer("/context/schemaVersion") {
+            None | Some(Value::Null) => None,
+            Some(v) => match v.as_u64().and_then(|v| u32::try_from(v).ok()) {
+                Some(v) => Some(v),
+                None => {
+                    let message = "`context.schemaVersion` must be a positive integer".into();
+                    return Err(Refusal::dead("invalid_schema_version", message));
+                }
+            },
+        };
+        let schema_name = format!("{}/{}", event_type.domain, event_type.schema);
+        let rollout = event_type.rollout();
+        let checked = event_type.check_rollout(event, pinned).map_err(|v| {
+            if matches!(v, Violation::Schema(_)) {
+                self.metrics.contract_violations.with_label_values(&[&schema_name, rollout.as_str()]).inc();
+            }
+            violation(&name, v)
+        })?;
+        let warning = if checked.waived.is_empty() {
+            None
+        } else {
+            self.metrics.contract_violations.with_label_values(&[&schema_name, rollout.as_str()]).inc();
+            (rollout == Rollout::Warn).then(|| warning_text(&checked.waived))
+        };
+        Ok(Route {
+            topic: event_type.topic.clone(),
+            key: checked.key,
+            schema: schema_name,
+            version: checked.schema.version.to_string(),
+            name,
+            warning,
+        })
+    }
+
+    fn unknown_event(&self, name: &str, event: &Value) -> Result<Route, Refusal> {
+        let message = format!("`{name}` is not in the event catalog");
+        match self.source.unknown_events {
+            UnknownEvents::Reject => Err(Refusal::Reject("unknown_event", message)),
+            UnknownEvents::DeadLetter => Err(Refusal::dead("unknown_event", message)),
+            UnknownEvents::Pass => Ok(Route {
+                topic: self.kafka.unclassified_topic.clone(),
+                key: user_key(event)?,
+                schema: "unclassified".into(),
+                version: "0".into(),
+                name: name.to_owned(),
+                warning: None,
+            }),
+        }
+    }
+
+    /// `identify`, `group` and `alias` carry identity, not domain events:
+    /// they share one topic, keyed by user, with the Segment spec's fields,
+    /// and only sources granted the [`IDENTITY_DOMAIN`] may send them.
+    fn identity_route(&self, kind: &str, event: &Value) -> Result<Route, Refusal> {
+        if !self.source.domains.contains(IDENTITY_DOMAIN) {
+            let message = format!(
+                "source `{}` may not send `{kind}` calls (domain `{IDENTITY_DOMAIN}` is not in its `domains`)",
+                self.source.id
+            );
+            return Err(Refusal::Reject("domain_not_allowed", message));
+        }
+        let required: &[&str] = match kind {
+            "group" => &["groupId"],
+            "alias" => &["userId", "previousId"],
+            _ => &[],
+        };
+        let missing: Vec<SchemaViolation> = required
+            .iter()
+            .filter(|f| event.get(**f).and_then(Value::as_str).is_none_or(str::is_empty))
+            .map(|f| SchemaViolation { path: format!("/{f}"), message: format!("`{f}` is required for {kind}") })
+            .collect();
+        if !missing.is_empty() {
+            return Err(Refusal::DeadLetter("schema_violation", format!("the {kind} call is incomplete"), missing));
+        }
+        Ok(Route {
+            topic: self.kafka.identity_topic.clone(),
+            key: user_key(event)?,
+            schema: format!("identity/{kind}"),
+            version: "1".into(),
+            name: kind.to_owned(),
+            warning: None,
+        })
+    }
+}
+
+fn violation(name: &str, violation: Violation) -> Refusal {
+    match violation {
+        Violation::Schema(errors) => {
+            Refusal::DeadLetter("schema_violation", format!("`{name}` does not match its schema"), errors)
+        }
+        Violation::UnknownVersion { requested, latest } => Refusal::dead(
+            "unknown_schema_version",
+            format!("`{name}` has no schema version {requested}; the newest is {latest}"),
+        ),
+        Violation::MissingKey(fields) => {
+            Refusal::dead("missing_key", format!("`{name}` is keyed by {fields}, and none is present"))
+        }
+    }
+}
+
+/// `userId`, falling back to `anonymousId` (the envelope step has already
+/// dropped empty ones).
+fn user_key(event: &Value) -> Result<String, Refusal> {
+    ["userId", "anonymousId"]
+        .iter()
+        .find_map(|f| event.get(*f).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned))
+        .ok_or_else(|| Refusal::dead("missing_key", "needs `userId` or `anonymousId`".into()))
+}
