@@ -77,6 +77,21 @@ pub struct ServerConfig {
     /// Idle keep-alive connections are closed after this.
     #[serde(default = "default_keep_alive_secs")]
     pub keep_alive_secs: u64,
+    /// When set, the listener speaks HTTPS only, with this certificate.
+    #[serde(default)]
+    pub tls: Option<TlsConfig>,
+}
+
+/// `[server.tls]`: the listener's certificate chain and private key, PEM
+/// files read at start-up and again on SIGHUP. Relative paths are relative
+/// to the config file.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsConfig {
+    /// The certificate chain, leaf first (`-----BEGIN CERTIFICATE-----` blocks).
+    pub cert_file: PathBuf,
+    /// The leaf's private key (PKCS#8, PKCS#1 RSA or SEC1 EC).
+    pub key_file: PathBuf,
 }
 
 /// What the gateway adds to events.
@@ -341,9 +356,16 @@ impl Config {
             let key = e.path().to_string();
             fail(&key, e.into_inner().to_string())
         })?;
+        let base = path.parent().unwrap_or(Path::new("."));
         if config.catalog.dir.is_relative() {
-            let base = path.parent().unwrap_or(Path::new("."));
             config.catalog.dir = base.join(&config.catalog.dir);
+        }
+        if let Some(tls) = &mut config.server.tls {
+            for file in [&mut tls.cert_file, &mut tls.key_file] {
+                if file.is_relative() {
+                    *file = base.join(&*file);
+                }
+            }
         }
         config.check().map_err(|(key, problem)| fail(key, problem))?;
         Ok(config)

@@ -18,6 +18,7 @@ pub mod quota;
 pub mod server;
 pub mod sink;
 pub mod telemetry;
+pub mod tls;
 pub mod topics;
 pub mod wire;
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use gateway::config::Config;
+use gateway::tls::CertificateStore;
 use gateway::{AppState, topics};
 
 /// Every request allocates and frees many small objects across worker
@@ -53,6 +54,7 @@ fn main() -> anyhow::Result<()> {
 async fn run(command: &str, config: Config, path: PathBuf) -> anyhow::Result<()> {
     match command {
         "check-config" => {
+            config.server.tls.as_ref().map(CertificateStore::load).transpose()?;
             let state = AppState::with_kafka(config)?;
             println!("configuration and catalog are valid: {} events", state.catalog.events().len());
             Ok(())
@@ -69,11 +71,13 @@ async fn run(command: &str, config: Config, path: PathBuf) -> anyhow::Result<()>
 
 async fn serve(config: Config, path: PathBuf) -> anyhow::Result<()> {
     let listen = config.server.listen;
+    let tls = config.server.tls.as_ref().map(CertificateStore::load).transpose()?.map(Arc::new);
     let listener = TcpListener::bind(listen).with_context(|| format!("cannot listen on {listen}"))?;
     let state = Arc::new(AppState::with_kafka(config)?);
-    tracing::info!(%listen, events = state.catalog.events().len(), "Gateway listening");
-    actix_web::rt::spawn(reload_on_sighup(Arc::clone(&state), path));
-    gateway::serve(Arc::clone(&state), listener)?.await?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    tracing::info!(%listen, scheme, events = state.catalog.events().len(), "Gateway listening");
+    actix_web::rt::spawn(reload_on_sighup(Arc::clone(&state), path, tls.clone()));
+    gateway::server::serve_with_tls(Arc::clone(&state), listener, tls)?.await?;
     tracing::info!("Server stopped; flushing the producer");
     state.sink.flush(Duration::from_secs(state.config.server.shutdown_timeout_secs)).map_err(anyhow::Error::msg)?;
     tracing::info!("Producer flushed; bye");
@@ -81,9 +85,10 @@ async fn serve(config: Config, path: PathBuf) -> anyhow::Result<()> {
 }
 
 /// SIGHUP re-reads the configuration file and swaps in its sources, write
-/// keys, JWT issuers and quotas; a bad file is refused and the running
-/// configuration kept. Connections are not touched.
-async fn reload_on_sighup(state: Arc<AppState>, path: PathBuf) {
+/// keys, JWT issuers and quotas, and re-reads the TLS certificate and key
+/// (new connections get them); a bad file is refused and the running one
+/// kept. Connections are not touched.
+async fn reload_on_sighup(state: Arc<AppState>, path: PathBuf, tls: Option<Arc<CertificateStore>>) {
     use tokio::signal::unix::{SignalKind, signal};
     let mut hangups = match signal(SignalKind::hangup()) {
         Ok(stream) => stream,
@@ -102,5 +107,16 @@ async fn reload_on_sighup(state: Arc<AppState>, path: PathBuf) {
                 tracing::error!(file = %path.display(), %error, "Configuration reload refused; keeping the running one")
             }
         }
+        if let Some(store) = &tls {
+            reload_certificate(store);
+        }
+    }
+}
+
+fn reload_certificate(store: &CertificateStore) {
+    let (cert, key) = (store.files().cert_file.display(), store.files().key_file.display());
+    match store.reload() {
+        Ok(()) => tracing::info!(%cert, %key, "TLS certificate reloaded; new connections get it"),
+        Err(error) => tracing::error!(%error, "TLS certificate reload refused; keeping the running one"),
     }
 }

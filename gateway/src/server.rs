@@ -18,10 +18,24 @@ use crate::api;
 use crate::auth::Authenticated;
 use crate::cors;
 use crate::error::{ApiError, ErrorBody, ErrorCode};
+use crate::tls::CertificateStore;
 
-/// Starts serving on `listener`. The returned server runs when awaited (or
-/// spawned); its handle stops it gracefully, draining in-flight requests.
+/// Starts serving on `listener`, over HTTPS when `[server.tls]` is set. The
+/// returned server runs when awaited (or spawned); its handle stops it
+/// gracefully, draining in-flight requests.
 pub fn serve(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Server> {
+    let tls =
+        state.config.server.tls.as_ref().map(CertificateStore::load).transpose().map_err(std::io::Error::other)?;
+    serve_with_tls(state, listener, tls.map(Arc::new))
+}
+
+/// As [`serve`], with the certificate store the caller keeps (main reloads
+/// it on SIGHUP); `None` serves plain HTTP.
+pub fn serve_with_tls(
+    state: Arc<AppState>,
+    listener: TcpListener,
+    tls: Option<Arc<CertificateStore>>,
+) -> std::io::Result<Server> {
     let s = &state.config.server;
     let workers = match s.workers {
         0 => std::thread::available_parallelism().map_or(2, usize::from),
@@ -51,10 +65,12 @@ pub fn serve(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Ser
     .shutdown_timeout(shutdown)
     .client_request_timeout(header_timeout)
     .client_disconnect_timeout(Duration::from_secs(1))
-    .keep_alive(keep_alive)
-    .listen(listener)?
-    .run();
-    Ok(server)
+    .keep_alive(keep_alive);
+    let server = match tls {
+        Some(store) => server.listen_rustls_0_23(listener, store.server_config())?,
+        None => server.listen(listener)?,
+    };
+    Ok(server.run())
 }
 
 /// Answers CORS preflights, grants CORS per source on answers, and counts

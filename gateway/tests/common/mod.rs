@@ -14,7 +14,9 @@ use gateway::AppState;
 use gateway::config::Config;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::{KafkaError, KafkaResult, RDKafkaErrorCode};
 use rdkafka::message::{Headers, Message};
+use rdkafka::metadata::Metadata;
 use rdkafka::{Offset, TopicPartitionList};
 use serde_json::Value;
 
@@ -113,19 +115,15 @@ type PartitionOf = (String, String, i32);
 
 fn snapshot_ends(brokers: &str, topics: &[String]) {
     let offsets = START_OFFSETS.get_or_init(Default::default);
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("group.id", "eventgw-tests-unused")
-        .create()
-        .expect("consumer");
+    let consumer = read_consumer(brokers);
     for topic in topics {
-        let Ok(metadata) = consumer.fetch_metadata(Some(topic), Duration::from_secs(10)) else { continue };
+        let Ok(metadata) = topic_metadata(&consumer, topic) else { continue };
         for p in metadata.topics().iter().flat_map(|t| t.partitions()) {
             let key = (brokers.to_owned(), topic.clone(), p.id());
             if offsets.lock().expect("lock").contains_key(&key) {
                 continue;
             }
-            if let Ok((_, high)) = consumer.fetch_watermarks(topic, p.id(), Duration::from_secs(10)) {
+            if let Ok((_, high)) = watermarks(&consumer, topic, p.id()) {
                 offsets.lock().expect("lock").entry(key).or_insert(high);
             }
         }
@@ -139,24 +137,100 @@ fn start_offset(brokers: &str, topic: &str, partition: i32) -> i64 {
         .unwrap_or(0)
 }
 
-/// Every record of `topic` written since this process's first gateway
-/// started, read by partition assignment (no consumer group, so tests do
-/// not interfere).
-pub fn read_topic(brokers: &str, topic: &str) -> Vec<Consumed> {
-    let consumer: BaseConsumer = ClientConfig::new()
+/// How long a helper waits out a broker's transient answers before it
+/// gives up and fails with the last error: longer than a KRaft leader
+/// election after a `kill -9` (the session timeout is 9 s) plus a restart's
+/// log recovery.
+pub const TRANSIENT_DEADLINE: Duration = Duration::from_secs(60);
+
+/// Answers a broker gives while the cluster moves (a leader election, a
+/// follower's high watermark catching up, a coordinator loading its log, a
+/// connection being re-established), documented as retriable by the Kafka
+/// protocol or librdkafka. Anything else is a real failure.
+pub fn is_transient(error: &KafkaError) -> bool {
+    use RDKafkaErrorCode as C;
+    matches!(
+        error.rdkafka_error_code(),
+        Some(
+            C::OffsetNotAvailable
+                | C::LeaderNotAvailable
+                | C::NotLeaderForPartition
+                | C::FencedLeaderEpoch
+                | C::UnknownLeaderEpoch
+                | C::CoordinatorLoadInProgress
+                | C::CoordinatorNotAvailable
+                | C::NotCoordinator
+                | C::RequestTimedOut
+                | C::NetworkException
+                | C::BrokerTransportFailure
+                | C::AllBrokersDown
+                | C::OperationTimedOut
+        )
+    )
+}
+
+/// Calls `attempt` until it succeeds, fails with a non-transient error
+/// (returned at once), or `TRANSIENT_DEADLINE` passes (the last transient
+/// error is returned, so the failure names it).
+pub fn retry_transient<T>(what: &str, mut attempt: impl FnMut() -> KafkaResult<T>) -> KafkaResult<T> {
+    let deadline = Instant::now() + TRANSIENT_DEADLINE;
+    let mut pause = Duration::from_millis(100);
+    loop {
+        match attempt() {
+            Err(e) if is_transient(&e) && Instant::now() < deadline => {
+                eprintln!("{what}: transient {e}; retrying");
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_secs(2));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// A consumer that reads by assignment (no group membership, no commits).
+fn read_consumer(brokers: &str) -> BaseConsumer {
+    ClientConfig::new()
         .set("bootstrap.servers", brokers)
         .set("group.id", "eventgw-tests-unused")
         .set("enable.auto.commit", "false")
         .set("enable.partition.eof", "false")
         .create()
-        .expect("consumer");
-    let metadata = consumer.fetch_metadata(Some(topic), Duration::from_secs(10)).expect("metadata");
+        .expect("consumer")
+}
+
+/// `topic`'s metadata, waiting out a topic-level transient error (e.g.
+/// `LeaderNotAvailable` right after creation or a broker loss).
+fn topic_metadata(consumer: &BaseConsumer, topic: &str) -> KafkaResult<Metadata> {
+    retry_transient(&format!("metadata of {topic}"), || {
+        let metadata = consumer.fetch_metadata(Some(topic), Duration::from_secs(10))?;
+        match metadata.topics().first().and_then(|t| t.error()) {
+            Some(code) => Err(KafkaError::MetadataFetch(code.into())),
+            None => Ok(metadata),
+        }
+    })
+}
+
+/// Low and high watermarks of one partition, waiting out `OffsetNotAvailable`
+/// (a new leader whose high watermark has not caught up) and its kin.
+pub fn watermarks(consumer: &BaseConsumer, topic: &str, partition: i32) -> KafkaResult<(i64, i64)> {
+    retry_transient(&format!("watermarks of {topic}/{partition}"), || {
+        consumer.fetch_watermarks(topic, partition, Duration::from_secs(10))
+    })
+}
+
+/// Every record of `topic` written since this process's first gateway
+/// started, read by partition assignment (no consumer group, so tests do
+/// not interfere). Transient broker answers are waited out; anything else
+/// fails the test with the error.
+pub fn read_topic(brokers: &str, topic: &str) -> Vec<Consumed> {
+    let consumer = read_consumer(brokers);
+    let metadata = topic_metadata(&consumer, topic).unwrap_or_else(|e| panic!("metadata of {topic}: {e}"));
     let partitions: Vec<i32> = metadata.topics()[0].partitions().iter().map(|p| p.id()).collect();
     assert!(!partitions.is_empty(), "topic {topic} does not exist");
     let mut assignment = TopicPartitionList::new();
     let mut ends = HashMap::new();
     for p in &partitions {
-        let (low, high) = consumer.fetch_watermarks(topic, *p, Duration::from_secs(10)).expect("watermarks");
+        let (low, high) = watermarks(&consumer, topic, *p).unwrap_or_else(|e| panic!("watermarks of {topic}/{p}: {e}"));
         let low = low.max(start_offset(brokers, topic, *p));
         if high > low {
             assignment.add_partition_offset(topic, *p, Offset::Offset(low)).expect("assign");
@@ -171,8 +245,15 @@ pub fn read_topic(brokers: &str, topic: &str) -> Vec<Consumed> {
     let deadline = Instant::now() + Duration::from_secs(30);
     while !ends.is_empty() {
         assert!(Instant::now() < deadline, "reading {topic} timed out; still waiting for {ends:?}");
-        let Some(message) = consumer.poll(Duration::from_millis(500)) else { continue };
-        let m = message.expect("consume");
+        let m = match consumer.poll(Duration::from_millis(500)) {
+            None => continue,
+            Some(Err(e)) if is_transient(&e) => {
+                eprintln!("consuming {topic}: transient {e}; going on");
+                continue;
+            }
+            Some(Err(e)) => panic!("consuming {topic}: {e}"),
+            Some(Ok(m)) => m,
+        };
         let headers = m
             .headers()
             .map(|hs| {
@@ -194,6 +275,49 @@ pub fn read_topic(brokers: &str, topic: &str) -> Vec<Consumed> {
         }
     }
     records
+}
+
+/// Waits until every partition of `topics` has a leader and an in-sync
+/// replica set that includes it (the cluster settled after a fault), and
+/// returns how long that took. Fails after `deadline` naming the partitions
+/// that never settled.
+pub fn wait_settled(brokers: &str, topics: &[String], deadline: Duration) -> Duration {
+    let started = Instant::now();
+    let consumer = read_consumer(brokers);
+    loop {
+        let unsettled = match consumer.fetch_metadata(None, Duration::from_secs(10)) {
+            Ok(metadata) => unsettled_partitions(&metadata, topics),
+            Err(e) if is_transient(&e) => vec![format!("metadata: {e}")],
+            Err(e) => panic!("metadata of {brokers}: {e}"),
+        };
+        if unsettled.is_empty() {
+            return started.elapsed();
+        }
+        assert!(started.elapsed() < deadline, "cluster at {brokers} not settled after {deadline:?}: {unsettled:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Partitions of `topics` without a live leader, or whose ISR lacks it.
+fn unsettled_partitions(metadata: &Metadata, topics: &[String]) -> Vec<String> {
+    let live: Vec<i32> = metadata.brokers().iter().map(|b| b.id()).collect();
+    let mut unsettled = Vec::new();
+    for topic in topics {
+        let Some(t) = metadata.topics().iter().find(|t| t.name() == topic) else {
+            unsettled.push(format!("{topic}: missing"));
+            continue;
+        };
+        if let Some(e) = t.error() {
+            unsettled.push(format!("{topic}: {:?}", RDKafkaErrorCode::from(e)));
+        }
+        for p in t.partitions() {
+            let leader = p.leader();
+            if p.error().is_some() || leader < 0 || !live.contains(&leader) || !p.isr().contains(&leader) {
+                unsettled.push(format!("{topic}/{}: leader {leader}, isr {:?}", p.id(), p.isr()));
+            }
+        }
+    }
+    unsettled
 }
 
 /// Records of `topic` whose `event-id` header is `message_id`.

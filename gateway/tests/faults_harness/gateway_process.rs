@@ -22,6 +22,13 @@ pub struct GatewayProcess {
     pub peak_rss_kib: Arc<AtomicU64>,
 }
 
+/// The gateway binary: `$EVENTGW_GATEWAY_BIN` when set (scripts/faults
+/// copies one build aside so a rebuild during the run cannot change it),
+/// else the one cargo built for this test.
+pub fn gateway_bin() -> PathBuf {
+    std::env::var_os("EVENTGW_GATEWAY_BIN").map_or_else(|| env!("CARGO_BIN_EXE_gateway").into(), PathBuf::from)
+}
+
 impl GatewayProcess {
     /// Creates the topics (`gateway topics`), then starts `gateway serve`
     /// producing to `brokers`.
@@ -54,11 +61,10 @@ impl GatewayProcess {
             peak_rss_kib: Arc::new(AtomicU64::new(0)),
         };
         let (config, env) = (gw.config.clone(), gw.env.clone());
-        let created = blocking(move || {
-            Command::new(env!("CARGO_BIN_EXE_gateway")).arg("topics").arg("--config").arg(config).envs(env).output()
-        })
-        .await
-        .expect("gateway topics runs");
+        let created =
+            blocking(move || Command::new(gateway_bin()).arg("topics").arg("--config").arg(config).envs(env).output())
+                .await
+                .expect("gateway topics runs");
         assert!(created.status.success(), "gateway topics: {}", String::from_utf8_lossy(&created.stderr));
         gw.spawn().await;
         gw
@@ -67,7 +73,7 @@ impl GatewayProcess {
     /// Starts (again) `gateway serve` and waits until it answers.
     pub async fn spawn(&mut self) {
         let log = std::fs::OpenOptions::new().create(true).append(true).open(&self.log).expect("log");
-        let child = Command::new(env!("CARGO_BIN_EXE_gateway"))
+        let child = Command::new(gateway_bin())
             .args(["serve", "--config"])
             .arg(&self.config)
             .envs(self.env.clone())

@@ -10,21 +10,37 @@ use std::time::{Duration, Instant};
 use super::blocking;
 use super::load::{Answer, BatchLog};
 
-/// Every record of the run, by `event-id`, across every topic the gateway writes.
-pub async fn read_back(brokers: &str, run_id: &str) -> HashMap<String, usize> {
+/// What the read-back found: every record of the run by `event-id`, and
+/// how long the cluster took to settle before it could be read.
+#[derive(Debug, Default)]
+pub struct Stored {
+    pub ids: HashMap<String, usize>,
+    pub settled_in: Duration,
+}
+
+/// How long the harness waits for every partition to have a leader in its
+/// ISR before it declares the cluster broken (a restarted node's log
+/// recovery and catch-up take seconds, not minutes).
+const SETTLE_DEADLINE: Duration = Duration::from_secs(120);
+
+/// Waits until the cluster settled (every partition of every topic the
+/// gateway writes has a leader in its ISR), then reads each topic back.
+pub async fn read_back(brokers: &str, run_id: &str) -> Stored {
     let (brokers, run_id) = (brokers.to_owned(), run_id.to_owned());
     blocking(move || {
         let cfg = crate::common::config(&brokers);
         let catalog = eventgw_schemas::loader::load_catalog(&cfg.catalog.dir).expect("catalog");
-        let mut stored = HashMap::new();
-        for (topic, _) in gateway::topics::wanted(&catalog, &cfg.kafka) {
-            for record in crate::common::read_topic(&brokers, &topic) {
+        let topics: Vec<String> = gateway::topics::wanted(&catalog, &cfg.kafka).into_iter().map(|(t, _)| t).collect();
+        let settled_in = crate::common::wait_settled(&brokers, &topics, SETTLE_DEADLINE);
+        let mut ids = HashMap::new();
+        for topic in &topics {
+            for record in crate::common::read_topic(&brokers, topic) {
                 if let Some(id) = record.headers.get("event-id").filter(|id| id.starts_with(&run_id)) {
-                    *stored.entry(id.clone()).or_insert(0) += 1;
+                    *ids.entry(id.clone()).or_insert(0) += 1;
                 }
             }
         }
-        stored
+        Stored { ids, settled_in }
     })
     .await
 }
@@ -51,6 +67,8 @@ pub struct Reconciliation {
     /// The longest stretch with no 200 answer at all.
     pub longest_gap: Duration,
     pub peak_rss: String,
+    /// From the start of the read-back until every partition had a leader in its ISR.
+    pub settled_in: Duration,
     pub notes: Vec<String>,
 }
 
@@ -58,10 +76,16 @@ pub fn reconcile(
     scenario: &str,
     injected: &str,
     logs: &[BatchLog],
-    stored: &HashMap<String, usize>,
+    stored: &Stored,
     healed_at: Option<Instant>,
 ) -> Reconciliation {
-    let mut r = Reconciliation { scenario: scenario.into(), injected: injected.into(), ..Default::default() };
+    let mut r = Reconciliation {
+        scenario: scenario.into(),
+        injected: injected.into(),
+        settled_in: stored.settled_in,
+        ..Default::default()
+    };
+    let stored = &stored.ids;
     let mut sent = HashMap::new();
     let mut oks = Vec::new();
     for log in logs {
@@ -147,6 +171,11 @@ impl Reconciliation {
         let _ = writeln!(s, "| first 200 after the fault ended | {recovery} |");
         let _ = writeln!(s, "| longest stretch without a 200 | {} |", secs(self.longest_gap));
         let _ = writeln!(s, "| peak memory | {} |", self.peak_rss);
+        let _ = writeln!(
+            s,
+            "| cluster settled before the read-back (every partition led, leader in its ISR) | {} |",
+            secs(self.settled_in)
+        );
         for note in &self.notes {
             let _ = writeln!(s, "\n{note}");
         }
