@@ -423,3 +423,74 @@ async fn rudder_swift_v2_rebuilt() {
     })
     .await;
 }
+
+// ---- A genuinely invalid event in an SDK's batch ----
+
+/// Segment's Node SDK sends a batch whose fourth event breaks its contract
+/// (`Link Clicked` without the required `properties.href`): that event is
+/// dead-lettered, the other three land, the SDK reports success for every
+/// call, and it sent exactly one upload (no resend of the batch), counted
+/// by the gateway itself.
+#[actix_web::test]
+#[ignore = "needs the SDKs: run scripts/test-conformance"]
+async fn invalid_event_is_dead_lettered_and_the_batch_is_not_resent() {
+    let gateway = start_gateway(&[]).await;
+    let user = user("invalid-in-batch");
+    let before = harness::upload_requests(&gateway.url).await;
+    let driver = node("segment-node.mjs").env("EVENTS", "invalid");
+    let report = driver_env(driver, &gateway.url, &user).run().await;
+    eprintln!("invalid-in-batch: {report}");
+    assert_eq!(report["requests"].as_array().map(Vec::len), Some(1), "the SDK made one upload: {report}");
+    // Give a retry, were there one, time to arrive before counting.
+    actix_web::rt::time::sleep(std::time::Duration::from_secs(2)).await;
+    assert_eq!(harness::upload_requests(&gateway.url).await - before, 1, "the gateway saw exactly one upload");
+    let dead = harness::dead_letters_of(&user);
+    assert_eq!(dead.len(), 1, "one dead-lettered event: {dead:#?}");
+    assert_eq!(dead[0].value["event"]["properties"]["text"], "no href", "the invalid one: {}", dead[0].value);
+    assert_delivered("invalid-in-batch", &user, &SERVER_CALLS, 1);
+    gateway.stop().await;
+}
+
+/// The same with RudderStack's Python SDK (gzip, its own retry loop).
+#[actix_web::test]
+#[ignore = "needs the SDKs: run scripts/test-conformance"]
+async fn invalid_event_from_python_is_dead_lettered_and_not_resent() {
+    let gateway = start_gateway(&[]).await;
+    let user = user("invalid-python");
+    let before = harness::upload_requests(&gateway.url).await;
+    let report = driver_env(python("rudder").env("EVENTS", "invalid"), &gateway.url, &user).run().await;
+    eprintln!("invalid-python: {report}");
+    actix_web::rt::time::sleep(std::time::Duration::from_secs(2)).await;
+    assert_eq!(harness::upload_requests(&gateway.url).await - before, 1, "the gateway saw exactly one upload");
+    assert_delivered("invalid-python", &user, &SERVER_CALLS, 1);
+    gateway.stop().await;
+}
+
+// ---- TLS: a real SDK over https:// ----
+
+/// Segment's Node SDK configured with `https://` delivers through the
+/// gateway's TLS listener (`[server.tls]`), trusting only a CA made here
+/// (NODE_EXTRA_CA_CERTS); the same SDK without that CA must fail, so the
+/// certificate is really verified.
+#[actix_web::test]
+#[ignore = "needs the SDKs: run scripts/test-conformance"]
+async fn segment_node_over_tls() {
+    let pki = harness::TestPki::new("conformance");
+    let mut config = harness::suite_config(&[]);
+    config.server.tls = Some(gateway::config::TlsConfig { cert_file: pki.cert_file.clone(), key_file: pki.key_file.clone() });
+    let gateway = common::TestGateway::start(config).await;
+    let https = gateway.url.replace("http://", "https://");
+    let untrusted = user("segment-node-tls-untrusted");
+    let user = user("segment-node-tls");
+    let driver = node("segment-node.mjs").env("NODE_EXTRA_CA_CERTS", pki.ca_file.display().to_string());
+    let report = driver_env(driver, &https, &user).run().await;
+    eprintln!("segment-node-tls: {report}");
+    assert!(report["requests"][0].as_str().is_some_and(|u| u.starts_with("https://")), "{report}");
+    assert_delivered("segment-node-tls", &user, &SERVER_CALLS, 0);
+
+    // Control: without the CA, the SDK reports the failure and nothing lands.
+    let outcome = driver_env(node("segment-node.mjs").env("MAX_RETRIES", "0"), &https, &untrusted).try_run().await;
+    assert!(outcome.is_err(), "the SDK must refuse a certificate it cannot verify: {outcome:?}");
+    assert!(harness::keyed(harness::WEB, &untrusted, 1).is_empty(), "nothing landed without a verified connection");
+    gateway.stop().await;
+}

@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 
 const { version } = createRequire(import.meta.url)('@segment/analytics-node/package.json');
 const { GATEWAY_URL, WRITE_KEY, USER_ID, EVENTS } = process.env;
-const analytics = new Analytics({ writeKey: WRITE_KEY, host: GATEWAY_URL, flushAt: 20, flushInterval: 500, maxRetries: 3 });
+const analytics = new Analytics({ writeKey: WRITE_KEY, host: GATEWAY_URL, flushAt: 20, flushInterval: 500, maxRetries: Number(process.env.MAX_RETRIES ?? 3) });
 const errors = [];
 const requests = [];
 analytics.on('error', (e) => errors.push(String(e?.reason ?? e?.code ?? e)));
