@@ -45,9 +45,18 @@ fn go(sdk: &str) -> Driver {
 /// The JVM driver, compiled by Maven into `conformance/jvm/target`, with the
 /// classpath Maven resolved.
 fn jvm(sdk: &str) -> Driver {
+    jvm_with(&[], sdk)
+}
+
+/// As [`jvm`], with JVM options (e.g. a trust store).
+fn jvm_with(options: &[String], sdk: &str) -> Driver {
     let dir = suite_dir().join("jvm");
     let deps = std::fs::read_to_string(dir.join("target/classpath.txt")).unwrap_or_default();
-    Driver::new("java", &dir).arg("-cp").arg(format!("target/classes:{}", deps.trim())).arg("conformance.Main").arg(sdk)
+    let mut driver = Driver::new("java", &dir);
+    for option in options {
+        driver = driver.arg(option.clone());
+    }
+    driver.arg("-cp").arg(format!("target/classes:{}", deps.trim())).arg("conformance.Main").arg(sdk)
 }
 
 async fn server_case(case: &str, driver: Driver) {
@@ -492,5 +501,42 @@ async fn segment_node_over_tls() {
     let outcome = driver_env(node("segment-node.mjs").env("MAX_RETRIES", "0"), &https, &untrusted).try_run().await;
     assert!(outcome.is_err(), "the SDK must refuse a certificate it cannot verify: {outcome:?}");
     assert!(harness::keyed(harness::WEB, &untrusted, 1).is_empty(), "nothing landed without a verified connection");
+    gateway.stop().await;
+}
+
+/// Segment's analytics-kotlin core (a plain JVM library) always speaks
+/// `https://`: it fetches its settings from `https://{cdnHost}/projects/{key}/settings`,
+/// takes the upload host from them and posts to `https://{apiHost}/b`. It
+/// runs unchanged against the TLS listener, trusting the test CA through a
+/// PKCS#12 trust store made with the JDK's keytool.
+#[actix_web::test]
+#[ignore = "needs the SDKs: run scripts/test-conformance"]
+async fn segment_kotlin_over_tls() {
+    let pki = harness::TestPki::new("kotlin");
+    let store = pki.ca_file.with_file_name("trust.p12");
+    let keytool = std::process::Command::new("keytool")
+        .args(["-importcert", "-noprompt", "-alias", "eventgw-test-ca", "-storetype", "PKCS12", "-storepass", "changeit"])
+        .arg("-file")
+        .arg(&pki.ca_file)
+        .arg("-keystore")
+        .arg(&store)
+        .output()
+        .expect("keytool (JDK) runs");
+    assert!(keytool.status.success(), "keytool: {}", String::from_utf8_lossy(&keytool.stderr));
+    let mut config = harness::suite_config(&[]);
+    config.server.tls = Some(gateway::config::TlsConfig { cert_file: pki.cert_file.clone(), key_file: pki.key_file.clone() });
+    let gateway = common::TestGateway::start(config).await;
+    let https = gateway.url.replace("http://", "https://");
+    let user = user("segment-kotlin");
+    // The SDK keeps unsent batches in a fixed directory per write key on
+    // the JVM; start from none, so an earlier failed run cannot add uploads.
+    let _ = std::fs::remove_dir_all(format!("/tmp/analytics-kotlin/{}", harness::WRITE_KEY));
+    let jvm = jvm_with(
+        &[format!("-Djavax.net.ssl.trustStore={}", store.display()), "-Djavax.net.ssl.trustStorePassword=changeit".into()],
+        "segment-kotlin",
+    );
+    let report = driver_env(jvm, &https, &user).run().await;
+    eprintln!("segment-kotlin: {report}");
+    assert_delivered("segment-kotlin", &user, &MOBILE_CALLS, 0);
     gateway.stop().await;
 }

@@ -15,6 +15,7 @@ public final class Main {
     switch (args[0]) {
       case "segment-java" -> SegmentJava.run(url, key, user, invalid);
       case "rudder-java" -> RudderJava.run(url, key, user, invalid);
+      case "segment-kotlin" -> SegmentKotlin.run(url, key, user);
       default -> throw new IllegalArgumentException("unknown SDK " + args[0]);
     }
   }
