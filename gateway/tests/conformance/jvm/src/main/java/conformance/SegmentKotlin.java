@@ -52,13 +52,15 @@ final class SegmentKotlin {
     report.finish();
   }
 
-  /** Whether any file the SDK stores events in (under the working directory or /tmp) still holds this run's events. */
+  /** Whether any batch file of the SDK (under /tmp/analytics-kotlin or the working directory) still holds this run's events. */
   private static boolean pending(String user) throws Exception {
     for (Path root : List.of(Path.of("/tmp/analytics-kotlin"), Path.of(".").toAbsolutePath())) {
       if (!Files.isDirectory(root)) continue;
       try (Stream<Path> files = Files.walk(root, 6)) {
         boolean found = files.filter(Files::isRegularFile)
-            .filter(p -> !p.toString().contains("/target/") && !p.toString().contains("/src/"))
+            // Batch files live in an `events` directory; the settings file
+            // beside it keeps the user id for good and is not a pending batch.
+            .filter(p -> p.getParent() != null && p.getParent().getFileName().toString().equals("events"))
             .anyMatch(p -> {
               try {
                 return Files.size(p) < 5_000_000 && Files.readString(p).contains(user);
