@@ -23,7 +23,10 @@ use harness::{
     Driver, IDENTIFY, LINK_CLICKED, PAGE_VIEWED, SCREEN_VIEWED, WRITE_KEY, assert_delivered, deps_dir, driver_env,
     start_gateway, suite_dir, user,
 };
-use mobile::{Request, base64, basic, gzip, host_of, now_millis, rudder_events, rudder_source_config, segment_events, segment_settings};
+use mobile::{
+    Request, base64, basic, gzip, host_of, now_millis, rudder_events, rudder_source_config, segment_events,
+    segment_settings,
+};
 use serde_json::json;
 
 /// The three calls every server SDK driver makes: a track, a page and an identify.
@@ -198,7 +201,12 @@ async fn segment_swift_rebuilt() {
         }
         file.push_str(&format!("],\"sentAt\":\"{}\",\"writeKey\":\"{WRITE_KEY}\"}}\n", now_millis()));
         let answer = headers(Request::post(format!("http://{api_host}/b"), file.into_bytes())).send().await;
-        assert!((1..300).contains(&answer.status), "analytics-swift treats {} as a failure: {}", answer.status, answer.body);
+        assert!(
+            (1..300).contains(&answer.status),
+            "analytics-swift treats {} as a failure: {}",
+            answer.status,
+            answer.body
+        );
     })
     .await;
 }
@@ -360,8 +368,10 @@ async fn rudder_android_v1_rebuilt() {
 #[ignore = "needs the SDKs: run scripts/test-conformance"]
 async fn rudder_ios_v1_rebuilt() {
     mobile_case("rudder-ios-v1", |url, user| async move {
-        rudder_source_config(Request::get(format!("{url}/sourceConfig?p=ios&v=1.31.0")).header("Authorization", basic()))
-            .await;
+        rudder_source_config(
+            Request::get(format!("{url}/sourceConfig?p=ios&v=1.31.0")).header("Authorization", basic()),
+        )
+        .await;
         let (anonymous, events) = rudder_events(&user, "rudder-ios-library", "1.31.0");
         let body = json!({"sentAt": now_millis(), "batch": events});
         let answer = Request::post(format!("{url}/v1/batch"), body.to_string().into_bytes())
@@ -486,7 +496,8 @@ async fn invalid_event_from_python_is_dead_lettered_and_not_resent() {
 async fn segment_node_over_tls() {
     let pki = harness::TestPki::new("conformance");
     let mut config = harness::suite_config(&[]);
-    config.server.tls = Some(gateway::config::TlsConfig { cert_file: pki.cert_file.clone(), key_file: pki.key_file.clone() });
+    config.server.tls =
+        Some(gateway::config::TlsConfig { cert_file: pki.cert_file.clone(), key_file: pki.key_file.clone() });
     let gateway = common::TestGateway::start(config).await;
     let https = gateway.url.replace("http://", "https://");
     let untrusted = user("segment-node-tls-untrusted");
@@ -515,7 +526,16 @@ async fn segment_kotlin_over_tls() {
     let pki = harness::TestPki::new("kotlin");
     let store = pki.ca_file.with_file_name("trust.p12");
     let keytool = std::process::Command::new("keytool")
-        .args(["-importcert", "-noprompt", "-alias", "eventgw-test-ca", "-storetype", "PKCS12", "-storepass", "changeit"])
+        .args([
+            "-importcert",
+            "-noprompt",
+            "-alias",
+            "eventgw-test-ca",
+            "-storetype",
+            "PKCS12",
+            "-storepass",
+            "changeit",
+        ])
         .arg("-file")
         .arg(&pki.ca_file)
         .arg("-keystore")
@@ -524,7 +544,8 @@ async fn segment_kotlin_over_tls() {
         .expect("keytool (JDK) runs");
     assert!(keytool.status.success(), "keytool: {}", String::from_utf8_lossy(&keytool.stderr));
     let mut config = harness::suite_config(&[]);
-    config.server.tls = Some(gateway::config::TlsConfig { cert_file: pki.cert_file.clone(), key_file: pki.key_file.clone() });
+    config.server.tls =
+        Some(gateway::config::TlsConfig { cert_file: pki.cert_file.clone(), key_file: pki.key_file.clone() });
     let gateway = common::TestGateway::start(config).await;
     let https = gateway.url.replace("http://", "https://");
     let user = user("segment-kotlin");
@@ -532,7 +553,10 @@ async fn segment_kotlin_over_tls() {
     // the JVM; start from none, so an earlier failed run cannot add uploads.
     let _ = std::fs::remove_dir_all(format!("/tmp/analytics-kotlin/{}", harness::WRITE_KEY));
     let jvm = jvm_with(
-        &[format!("-Djavax.net.ssl.trustStore={}", store.display()), "-Djavax.net.ssl.trustStorePassword=changeit".into()],
+        &[
+            format!("-Djavax.net.ssl.trustStore={}", store.display()),
+            "-Djavax.net.ssl.trustStorePassword=changeit".into(),
+        ],
         "segment-kotlin",
     );
     let report = driver_env(jvm, &https, &user).run().await;

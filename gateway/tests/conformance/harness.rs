@@ -105,7 +105,10 @@ impl Driver {
         let stderr = String::from_utf8_lossy(&output.stderr);
         let report = stdout.lines().rev().find_map(|l| serde_json::from_str::<Value>(l).ok());
         let Some(report) = report.filter(|_| output.status.success()) else {
-            return Err(format!("driver `{label}` failed ({}):\n--- stdout\n{stdout}\n--- stderr\n{stderr}", output.status));
+            return Err(format!(
+                "driver `{label}` failed ({}):\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
+                output.status
+            ));
         };
         if report["ok"] != true {
             return Err(format!("the SDK reported a failure: {report}\n--- stderr\n{stderr}"));

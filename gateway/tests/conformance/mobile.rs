@@ -64,8 +64,7 @@ impl Request {
             builder = builder.header(*name, value);
         }
         builder = if self.chunked {
-            let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
-                self.body.chunks(512).map(|c| Ok(c.to_vec())).collect();
+            let chunks: Vec<Result<Vec<u8>, std::io::Error>> = self.body.chunks(512).map(|c| Ok(c.to_vec())).collect();
             builder.body(reqwest::Body::wrap_stream(futures::stream::iter(chunks)))
         } else {
             builder.body(self.body)
