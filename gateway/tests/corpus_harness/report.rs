@@ -30,6 +30,10 @@ pub struct Tally {
     pub unexpected_closes: Vec<String>,
     /// Answers the HTTP codec gave (files marked `# codec:`): a bare 4xx or a close.
     pub codec_refusals: usize,
+    /// `503 body_timeout` with `Retry-After`: the documented answer to a
+    /// client whose own body stalled (a status every SDK retries, where a
+    /// 4xx would make most of them drop the batch). Not a server error.
+    pub stall_retries: usize,
     pub slowest: Duration,
     /// Records read back that no answer promised, or more copies than promised.
     pub unpromised: Vec<String>,
@@ -62,7 +66,11 @@ impl Tally {
             }
             Outcome::Answered(a) => {
                 self.slowest = self.slowest.max(a.took);
-                if a.status >= 500 {
+                let stall_retry =
+                    a.status == 503 && a.code().as_deref() == Some("body_timeout") && a.header("retry-after").is_some();
+                if stall_retry {
+                    self.stall_retries += 1;
+                } else if a.status >= 500 {
                     self.server_errors.push(format!("{what}: {}", a.status));
                 }
                 let coded = if entry.expect_gif {
@@ -166,7 +174,8 @@ impl Tally {
         let _ = writeln!(s, "\n| invariant | count |\n| --- | --- |");
         let rows = [
             ("answers without a JSON body and stable code (or, for the pixel, the GIF)", self.uncoded.len()),
-            ("**5xx answers**", self.server_errors.len()),
+            ("**5xx answers** (other than the stalled-body retry below)", self.server_errors.len()),
+            ("`503 body_timeout` with `Retry-After` to a client whose own body stalled", self.stall_retries),
             ("**hangs** (no answer and no close within 15 s)", self.hangs.len()),
             ("closed without an answer, outside the HTTP codec's refusals", self.unexpected_closes.len()),
             ("**records in Kafka that no answer promised**", self.unpromised.len()),
