@@ -76,6 +76,8 @@ pub struct Admission<'a> {
     pub max_event_bytes: usize,
     /// Where contract violations are counted, by schema and rollout.
     pub metrics: &'a crate::telemetry::Metrics,
+    /// Geo, device, bots, IP policy, personal data, suppression, consent.
+    pub edge: &'a crate::enrichment::request::EdgeRequest<'a>,
 }
 
 /// The contract an event is checked against: a catalog event, an identity
@@ -120,17 +122,25 @@ impl Admission<'_> {
         if let Some(subject) = self.subject {
             event.insert("userId".into(), Value::String(subject.to_owned()));
         }
+        if self.edge.suppressed(&event) {
+            let message = "the user asked not to be tracked; the event was dropped".into();
+            return reject(Some(message_id), crate::privacy::SUPPRESSED, message);
+        }
         // No copy of the event is made: enrichment only mutates it once every
         // check has passed, so a refused event is still the one received.
         let event = Value::Object(event);
         let verdict = match self.route(&event) {
-            Ok(route) => match self.corrected_timestamp(&event) {
-                Ok(timestamp) => {
+            Ok(route) => match (self.corrected_timestamp(&event), self.edge.consent(&route.name, &event)) {
+                (Ok(timestamp), Ok(consent_warning)) => {
                     let Value::Object(mut map) = event else { unreachable!("built as an object above") };
                     self.enrich(&mut map, timestamp);
-                    Verdict::Accept(self.record(&route, &message_id, Value::Object(map)))
+                    let marks = self.edge.finish(&route.name, consent_warning, &mut map);
+                    let mut record = self.record(&route, &message_id, Value::Object(map));
+                    marks.apply(&mut record);
+                    Verdict::Accept(record)
                 }
-                Err(message) => self.dead_letter(&event, &message_id, "invalid_timestamp", message, Vec::new()),
+                (Err(message), _) => self.dead_letter(&event, &message_id, "invalid_timestamp", message, Vec::new()),
+                (_, Err((code, message))) => self.dead_letter(&event, &message_id, code, message, Vec::new()),
             },
             Err(Refusal::Reject(code, message)) => Verdict::Reject { code, message },
             Err(Refusal::DeadLetter(code, message, errors)) => {
@@ -339,7 +349,7 @@ impl Admission<'_> {
             "source": self.source.id,
             "receivedAt": self.received_at_text,
             "messageId": message_id,
-            "event": original,
+            "event": self.edge.scrub(original),
         });
         let mut headers = self.headers(message_id, None);
         headers.push(("dead-letter-reason", code.to_owned()));

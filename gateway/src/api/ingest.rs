@@ -20,6 +20,8 @@ use crate::wire::{self, BatchRequest};
 pub struct Gate {
     /// The client's IP and user agent.
     pub client: ClientInfo,
+    /// The full client IP and client hints, for enrichment.
+    pub facts: crate::enrichment::RequestFacts,
     /// The principal of the `Authorization` header, if it had one.
     header: Option<Principal>,
     /// The authentication state this request uses from start to end, even
@@ -49,7 +51,8 @@ pub async fn open(req: &HttpRequest, state: &AppState) -> Result<Gate, ApiError>
             return Err(e);
         }
     };
-    Ok(Gate { client, header, auth })
+    let facts = state.edge.facts(req);
+    Ok(Gate { client, facts, header, auth })
 }
 
 fn failed(auth: &AuthState, client: &ClientInfo) {
@@ -102,6 +105,14 @@ pub async fn ingest(
     let source = &principal.source;
     let received_at = (state.clock)();
     let received_at_text = crate::pipeline::format_time(received_at);
+    let edge = crate::enrichment::request::EdgeRequest::new(
+        &state.edge,
+        &state.catalog,
+        &source.id,
+        &gate.facts,
+        &gate.client,
+        received_at.timestamp(),
+    );
     let admission = Admission {
         catalog: &state.catalog,
         source,
@@ -115,9 +126,15 @@ pub async fn ingest(
         clients: &state.clients,
         max_event_bytes: state.config.limits.max_event_bytes,
         metrics: &state.metrics,
+        edge: &edge,
     };
     let planned: Vec<_> = request.events.into_iter().map(|event| admission.admit(event)).collect();
-    let refused = planned.iter().filter(|p| !matches!(p.verdict, Verdict::Accept(_))).count();
+    edge.flush(&state.metrics);
+    // A suppressed event is the user's wish honoured, not a refusal.
+    let refused = planned
+        .iter()
+        .filter(|p| !matches!(p.verdict, Verdict::Accept(_) | Verdict::Reject { code: "suppressed", .. }))
+        .count();
     if source.strict && refused > 0 {
         let preview = outcome::preview(planned);
         count_events(state, endpoint, &preview);

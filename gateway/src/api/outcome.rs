@@ -7,8 +7,13 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::error::ApiError;
+use crate::privacy::SUPPRESSED;
 use crate::pipeline::{Planned, Verdict};
 use crate::sink::{Delivered, OutRecord, Sink, SinkError};
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
 
 /// The 200 answer of an ingestion request.
 #[derive(Debug, Serialize)]
@@ -19,6 +24,9 @@ pub struct BatchAnswer {
     pub invalid: usize,
     /// Events produced nowhere.
     pub rejected: usize,
+    /// Events of suppressed users, produced nowhere by their wish.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub suppressed: usize,
     /// One entry per event, in request order.
     pub events: Vec<EventOutcome>,
 }
@@ -32,7 +40,7 @@ pub struct EventOutcome {
     /// Its `messageId`, generated when the client sent none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message_id: Option<String>,
-    /// `accepted`, `invalid` or `rejected`.
+    /// `accepted`, `invalid`, `rejected` or `suppressed`.
     pub status: &'static str,
     /// The topic it went to (domain topic or dead-letter topic).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -103,7 +111,7 @@ pub fn preview(planned: Vec<Planned>) -> BatchAnswer {
 
 /// Pairs each produced verdict with its delivery result, in order.
 fn assemble(planned: Vec<Planned>, mut results: impl Iterator<Item = Result<Delivered, SinkError>>) -> BatchAnswer {
-    let mut answer = BatchAnswer { accepted: 0, invalid: 0, rejected: 0, events: Vec::with_capacity(planned.len()) };
+    let mut answer = BatchAnswer { accepted: 0, invalid: 0, rejected: 0, suppressed: 0, events: Vec::with_capacity(planned.len()) };
     for (index, p) in planned.into_iter().enumerate() {
         let mut outcome = EventOutcome {
             index,
@@ -133,7 +141,7 @@ fn assemble(planned: Vec<Planned>, mut results: impl Iterator<Item = Result<Deli
                 outcome.errors = errors;
             }
             (Verdict::Reject { code, message }, _) => {
-                outcome.status = "rejected";
+                outcome.status = if code == SUPPRESSED { SUPPRESSED } else { "rejected" };
                 outcome.code = Some(code);
                 outcome.message = Some(message);
             }
@@ -141,6 +149,7 @@ fn assemble(planned: Vec<Planned>, mut results: impl Iterator<Item = Result<Deli
         match outcome.status {
             "accepted" => answer.accepted += 1,
             "invalid" => answer.invalid += 1,
+            SUPPRESSED => answer.suppressed += 1,
             _ => answer.rejected += 1,
         }
         answer.events.push(outcome);
