@@ -65,7 +65,8 @@ impl Metrics {
         );
         let personal_fields =
             counter("eventgw_personal_fields_total", "Personal fields handled at ingest, by action.", &["action"]);
-        let geo_lookups = counter("eventgw_geo_lookups_total", "Geo lookups of client addresses, by result.", &["result"]);
+        let geo_lookups =
+            counter("eventgw_geo_lookups_total", "Geo lookups of client addresses, by result.", &["result"]);
         let buckets = vec![0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
         let produce_latency = Histogram::with_opts(
             HistogramOpts::new("eventgw_produce_latency_seconds", "Time until Kafka acknowledged a request's records.")

@@ -92,7 +92,8 @@ async fn geo_lands_and_the_raw_ip_appears_nowhere_in_kafka() {
 
     // Truncation keeps the network, and geo still came from the full address.
     let truncated = unique("geo");
-    let (status, _) = post(&gw, "truncating-write-key", BERLIN_IP, &json!({"batch": [page(&truncated, json!({}))]})).await;
+    let (status, _) =
+        post(&gw, "truncating-write-key", BERLIN_IP, &json!({"batch": [page(&truncated, json!({}))]})).await;
     assert_eq!(status, 200);
     let context = &find(&brokers(), "web.tracking", &truncated)[0].value["context"];
     assert_eq!((context["ip"].as_str(), context["geo"]["city"].as_str()), (Some("203.0.113.0"), Some("Berlin")));
@@ -117,7 +118,11 @@ async fn a_replaced_geo_database_is_used_without_a_restart() {
     assert!(find(&brokers(), "web.tracking", &before)[0].value["context"].get("geo").is_none(), "not in the database");
 
     let mut writer = mmdb::Writer::new("GeoIP2-City");
-    writer.insert("192.0.2.0".parse().expect("ip"), 24, &mmdb::city_record("NL", "NH", "Amsterdam", "Europe/Amsterdam", 1, "X"));
+    writer.insert(
+        "192.0.2.0".parse().expect("ip"),
+        24,
+        &mmdb::city_record("NL", "NH", "Amsterdam", "Europe/Amsterdam", 1, "X"),
+    );
     let staged = files.dir.join("geo.mmdb.new");
     std::fs::write(&staged, writer.to_bytes()).expect("write");
     std::fs::rename(&staged, files.dir.join("geo.mmdb")).expect("replace atomically");

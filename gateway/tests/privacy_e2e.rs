@@ -42,7 +42,9 @@ async fn hashed_fields_join_and_redacted_fields_are_gone() {
     let (a, b, c) = (unique("pii"), unique("pii"), unique("pii"));
     let email = format!("{}@example.com", unique("ada"));
     // Two requests, two users, one address: the hashes must join.
-    let (status, answer) = gw.post("/v1/batch", &json!({"batch": [form(&a, "u-1", json!({"email": email, "phone": "+49 30 1234"}))]})).await;
+    let (status, answer) = gw
+        .post("/v1/batch", &json!({"batch": [form(&a, "u-1", json!({"email": email, "phone": "+49 30 1234"}))]}))
+        .await;
     assert_eq!(status, 200, "{answer}");
     let batch = json!({"batch": [form(&b, "u-2", json!({"email": email})), form(&c, "u-3", json!({"email": "other@example.com"}))]});
     let (status, _) = gw.post("/v1/batch", &batch).await;
@@ -64,7 +66,8 @@ async fn an_encrypted_field_decrypts_with_the_users_key_until_the_key_is_deleted
     let files = edge::files();
     let gw = TestGateway::start(edge::config(&brokers(), &files)).await;
     let (id, user) = (unique("pii"), unique("user"));
-    let (status, answer) = gw.post("/v1/batch", &json!({"batch": [form(&id, &user, json!({"full_name": "Ada Lovelace"}))]})).await;
+    let (status, answer) =
+        gw.post("/v1/batch", &json!({"batch": [form(&id, &user, json!({"full_name": "Ada Lovelace"}))]})).await;
     assert_eq!(status, 200, "{answer}");
     let record = landed(&id);
     let sealed = record["properties"]["full_name"].as_str().expect("encrypted text").to_owned();
@@ -159,6 +162,9 @@ async fn consent_is_checked_against_the_events_purpose_per_rollout() {
     assert!(find(&brokers(), "web.tracking", &ids[0]).is_empty(), "not on the domain topic");
     assert!(find(&brokers(), "web.tracking", &ids[4])[0].headers.contains_key("consent-warning"));
     let metrics = reqwest::get(format!("{}/metrics", gw.url)).await.expect("metrics").text().await.expect("text");
-    assert!(metrics.contains("eventgw_consent_violations_total{purpose=\"marketing\",rollout=\"enforce\"} 2"), "{metrics}");
+    assert!(
+        metrics.contains("eventgw_consent_violations_total{purpose=\"marketing\",rollout=\"enforce\"} 2"),
+        "{metrics}"
+    );
     gw.stop().await;
 }

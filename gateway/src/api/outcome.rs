@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::error::ApiError;
-use crate::privacy::SUPPRESSED;
 use crate::pipeline::{Planned, Verdict};
+use crate::privacy::SUPPRESSED;
 use crate::sink::{Delivered, OutRecord, Sink, SinkError};
 
 fn is_zero(n: &usize) -> bool {
@@ -111,7 +111,8 @@ pub fn preview(planned: Vec<Planned>) -> BatchAnswer {
 
 /// Pairs each produced verdict with its delivery result, in order.
 fn assemble(planned: Vec<Planned>, mut results: impl Iterator<Item = Result<Delivered, SinkError>>) -> BatchAnswer {
-    let mut answer = BatchAnswer { accepted: 0, invalid: 0, rejected: 0, suppressed: 0, events: Vec::with_capacity(planned.len()) };
+    let mut answer =
+        BatchAnswer { accepted: 0, invalid: 0, rejected: 0, suppressed: 0, events: Vec::with_capacity(planned.len()) };
     for (index, p) in planned.into_iter().enumerate() {
         let mut outcome = EventOutcome {
             index,

@@ -213,11 +213,8 @@ fn privacy_terms(event: &EventType) -> String {
         let _ = write!(out, "<dt>Purpose</dt><dd>{}</dd>", esc(purpose));
     }
     if !event.personal().is_empty() {
-        let fields: Vec<String> = event
-            .personal()
-            .iter()
-            .map(|f| format!("<code>{}</code>: {}", esc(&f.path), f.action.as_str()))
-            .collect();
+        let fields: Vec<String> =
+            event.personal().iter().map(|f| format!("<code>{}</code>: {}", esc(&f.path), f.action.as_str())).collect();
         let _ = write!(out, "<dt>Personal data</dt><dd class=\"personal\">{}</dd>", fields.join(", "));
     }
     out

@@ -33,6 +33,14 @@ impl ClientHints {
         }
     }
 
+    /// The hints that change a profile, as one text, for caching profiles
+    /// by user agent and hints together.
+    pub fn cache_key(&self) -> String {
+        let parts =
+            [&self.brands, &self.full_versions, &self.mobile, &self.platform, &self.platform_version, &self.model];
+        parts.iter().map(|p| p.as_deref().unwrap_or_default()).collect::<Vec<_>>().join("\n")
+    }
+
     /// Whether any hint was sent.
     pub fn is_empty(&self) -> bool {
         self.brands.is_none() && self.mobile.is_none() && self.platform.is_none()
@@ -77,9 +85,8 @@ pub struct Profile {
 /// `agent` is the request's `User-Agent` (not one a server SDK forwarded).
 pub fn profile(parser: &woothee::parser::Parser, agent: &str, hints: Option<&ClientHints>) -> Profile {
     let parsed = parser.parse(agent);
-    let (name, category, os, os_version, version) = parsed
-        .as_ref()
-        .map_or(("UNKNOWN", "UNKNOWN", "UNKNOWN", "UNKNOWN", "UNKNOWN"), |r| {
+    let (name, category, os, os_version, version) =
+        parsed.as_ref().map_or(("UNKNOWN", "UNKNOWN", "UNKNOWN", "UNKNOWN", "UNKNOWN"), |r| {
             (r.name, r.category, r.os, r.os_version.as_ref(), r.version)
         });
     let bot = bots::classify(agent, category, static_name(parsed.as_ref()), hints);
@@ -124,8 +131,18 @@ pub fn profile(parser: &woothee::parser::Parser, agent: &str, hints: Option<&Cli
 /// built at parse time; only the static ones may become metric labels.
 fn static_name(parsed: Option<&woothee::parser::WootheeResult<'_>>) -> &'static str {
     const KNOWN: [&str; 12] = [
-        "Googlebot", "Googlebot Mobile", "Google Mediapartners", "AdsBot-Google", "AdsBot-Google-Mobile",
-        "Baiduspider", "bingbot", "BingPreview", "msnbot", "Yahoo! Slurp", "twitter", "facebook",
+        "Googlebot",
+        "Googlebot Mobile",
+        "Google Mediapartners",
+        "AdsBot-Google",
+        "AdsBot-Google-Mobile",
+        "Baiduspider",
+        "bingbot",
+        "BingPreview",
+        "msnbot",
+        "Yahoo! Slurp",
+        "twitter",
+        "facebook",
     ];
     let name = parsed.map_or("", |r| r.name);
     KNOWN.iter().find(|k| **k == name).copied().unwrap_or("misc crawler")
@@ -148,7 +165,13 @@ fn device_class(category: &str, os: &str) -> &'static str {
 fn platform_version(platform: &str, version: &str) -> String {
     if platform == "Windows" {
         let major: u32 = version.split('.').next().and_then(|m| m.parse().ok()).unwrap_or(0);
-        return if major >= 13 { "11".into() } else if major > 0 { "10".into() } else { version.into() };
+        return if major >= 13 {
+            "11".into()
+        } else if major > 0 {
+            "10".into()
+        } else {
+            version.into()
+        };
     }
     version.to_owned()
 }

@@ -12,7 +12,7 @@ pub mod request;
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use actix_web::HttpRequest;
@@ -102,7 +102,14 @@ pub struct Edge {
     full_resolver: Option<ClientResolver>,
     /// The user-agent parser (compiled once).
     pub parser: woothee::parser::Parser,
+    /// Profiles by user agent (and client hints), shared across requests:
+    /// most traffic comes from a few thousand distinct agents, and a parse
+    /// costs microseconds. Emptied when full, so memory stays bounded.
+    profiles: Mutex<HashMap<String, Arc<device::Profile>>>,
 }
+
+/// Most profiles [`Edge`] keeps across requests.
+pub const MAX_CACHED_PROFILES: usize = 8192;
 
 impl std::fmt::Debug for Edge {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -124,15 +131,17 @@ fn source_settings(config: &Config) -> HashMap<String, Arc<SourceEdge>> {
 impl Edge {
     /// Opens the databases and lists of `config`.
     pub fn new(config: &Config) -> Result<Self, EdgeError> {
-        let full_resolver = config.enrichment.anonymize_ip.then(|| {
-            ClientResolver::new(&EnrichmentConfig { anonymize_ip: false, ..config.enrichment.clone() })
-        });
+        let full_resolver = config
+            .enrichment
+            .anonymize_ip
+            .then(|| ClientResolver::new(&EnrichmentConfig { anonymize_ip: false, ..config.enrichment.clone() }));
         Ok(Self {
             geo: config.geo.as_ref().map(geo::GeoDb::open).transpose()?,
             privacy: Privacy::new(&config.privacy)?,
             sources: ArcSwap::from_pointee(source_settings(config)),
             full_resolver,
             parser: woothee::parser::Parser::new(),
+            profiles: Mutex::new(HashMap::new()),
         })
     }
 
@@ -163,6 +172,26 @@ impl Edge {
         }
     }
 
+    /// The profile of `agent` with the request's `hints`, parsed once per
+    /// distinct pair while it stays in the cache.
+    pub fn profile(&self, agent: &str, hints: Option<&device::ClientHints>) -> Arc<device::Profile> {
+        let key = match hints {
+            Some(hints) => format!("{agent}\n{}", hints.cache_key()),
+            None => agent.to_owned(),
+        };
+        if let Some(found) = self.profiles.lock().ok().and_then(|cache| cache.get(&key).cloned()) {
+            return found;
+        }
+        let profile = Arc::new(device::profile(&self.parser, agent, hints));
+        if let Ok(mut cache) = self.profiles.lock() {
+            if cache.len() >= MAX_CACHED_PROFILES {
+                cache.clear();
+            }
+            cache.insert(key, Arc::clone(&profile));
+        }
+        profile
+    }
+
     /// Re-reads replaced files every `interval`, on a thread of its own
     /// that ends when the gateway state is dropped.
     pub fn watch(edge: &Arc<Self>, interval: Duration) {
@@ -186,12 +215,16 @@ impl Edge {
     pub fn reload_changed(&self) {
         match self.geo.as_ref().and_then(geo::GeoDb::reload_if_changed) {
             Some(Ok(())) => tracing::info!("Geo database reloaded after it changed"),
-            Some(Err(error)) => tracing::error!(%error, "Geo database changed but cannot be read; keeping the running one"),
+            Some(Err(error)) => {
+                tracing::error!(%error, "Geo database changed but cannot be read; keeping the running one")
+            }
             None => {}
         }
         match self.privacy.suppressed.as_ref().and_then(|l| l.reload_if_changed()) {
             Some(Ok(count)) => tracing::info!(count, "Suppression list reloaded after it changed"),
-            Some(Err(error)) => tracing::error!(%error, "Suppression list changed but cannot be read; keeping the running one"),
+            Some(Err(error)) => {
+                tracing::error!(%error, "Suppression list changed but cannot be read; keeping the running one")
+            }
             None => {}
         }
     }

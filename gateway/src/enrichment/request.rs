@@ -12,7 +12,7 @@ use std::sync::Arc;
 use eventgw_schemas::{Catalog, PersonalAction, Rollout};
 use serde_json::{Map, Value};
 
-use super::device::{self, Profile};
+use super::device::Profile;
 use super::{BotPolicy, Edge, RequestFacts, SourceEdge};
 use crate::enrich::{ClientInfo, anonymize};
 use crate::privacy::consent::{self, Consent};
@@ -69,7 +69,7 @@ pub struct EdgeRequest<'a> {
     unix_secs: i64,
     salt: OnceCell<Option<Vec<u8>>>,
     places: RefCell<Vec<(IpAddr, Option<Rc<Map<String, Value>>>)>>,
-    agents: RefCell<Vec<(String, Rc<Profile>)>>,
+    agents: RefCell<Vec<(String, Arc<Profile>)>>,
     personal: PersonalData<'a>,
     counts: RefCell<Counts>,
 }
@@ -109,7 +109,9 @@ impl<'a> EdgeRequest<'a> {
         let Some(list) = self.edge.privacy.suppressed.as_ref().filter(|_| self.settings.privacy.suppression) else {
             return false;
         };
-        ["userId", "anonymousId"].iter().any(|f| event.get(*f).and_then(Value::as_str).is_some_and(|id| list.contains(id)))
+        ["userId", "anonymousId"]
+            .iter()
+            .any(|f| event.get(*f).and_then(Value::as_str).is_some_and(|id| list.contains(id)))
     }
 
     /// The consent check of event `name` under its rollout: `Ok` with an
@@ -220,16 +222,16 @@ impl<'a> EdgeRequest<'a> {
     }
 
     /// The profile of `agent`, parsed once per request per distinct agent.
-    fn profile(&self, agent: &str) -> Rc<Profile> {
+    fn profile(&self, agent: &str) -> Arc<Profile> {
         if let Some((_, profile)) = self.agents.borrow().iter().find(|(a, _)| a == agent) {
-            return Rc::clone(profile);
+            return Arc::clone(profile);
         }
         let own = self.client.user_agent.as_deref() == Some(agent);
         let hints = self.facts.hints.as_ref().filter(|_| own);
-        let profile = Rc::new(device::profile(&self.edge.parser, agent, hints));
+        let profile = self.edge.profile(agent, hints);
         let mut agents = self.agents.borrow_mut();
         if agents.len() < MAX_CACHED {
-            agents.push((agent.to_owned(), Rc::clone(&profile)));
+            agents.push((agent.to_owned(), Arc::clone(&profile)));
         }
         profile
     }

@@ -64,7 +64,8 @@ pub fn check(context: Option<&Value>, purpose: &str) -> Consent {
 fn grants(value: &Value, purpose: &str) -> Option<bool> {
     match value {
         Value::Object(map) => Some(
-            map.iter().any(|(category, granted)| category.eq_ignore_ascii_case(purpose) && granted.as_bool() == Some(true)),
+            map.iter()
+                .any(|(category, granted)| category.eq_ignore_ascii_case(purpose) && granted.as_bool() == Some(true)),
         ),
         Value::Array(_) => Some(listed(value, purpose)),
         Value::String(state) if state.eq_ignore_ascii_case("granted") => Some(true),

@@ -110,14 +110,16 @@ mod tests {
 
     #[test]
     fn hashes_redacts_and_skips_absent_fields() {
-        let data = PersonalData { hash_key: Some(b"0123456789abcdef0123456789abcdef"), keys: None, cache: RefCell::default() };
+        let data =
+            PersonalData { hash_key: Some(b"0123456789abcdef0123456789abcdef"), keys: None, cache: RefCell::default() };
         let spec = fields(&[
             ("properties.email", PersonalAction::Hash),
             ("properties.phone", PersonalAction::Redact),
             ("properties.name", PersonalAction::Encrypt),
             ("properties.absent", PersonalAction::Hash),
         ]);
-        let mut event = json!({"userId": "u1", "properties": {"email": "a@example.com", "phone": "+49", "name": "Ada"}});
+        let mut event =
+            json!({"userId": "u1", "properties": {"email": "a@example.com", "phone": "+49", "name": "Ada"}});
         let map = event.as_object_mut().expect("object");
         let done = data.apply(&spec, map).expect("applies");
         assert_eq!(done, vec![PersonalAction::Hash, PersonalAction::Redact, PersonalAction::Redact], "no key store");

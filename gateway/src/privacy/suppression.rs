@@ -43,12 +43,8 @@ impl SuppressionList {
         let fail = |source| SuppressionError { path: self.path.display().to_string(), source };
         let modified = std::fs::metadata(&self.path).and_then(|m| m.modified()).map_err(fail)?;
         let text = std::fs::read_to_string(&self.path).map_err(fail)?;
-        let ids: HashSet<String> = text
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with('#'))
-            .map(str::to_owned)
-            .collect();
+        let ids: HashSet<String> =
+            text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(str::to_owned).collect();
         let count = ids.len();
         self.ids.store(Arc::new(ids));
         if let Ok(mut seen) = self.seen.lock() {

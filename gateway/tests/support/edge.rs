@@ -84,7 +84,8 @@ pub fn config(brokers: &str, files: &EdgeFiles) -> Config {
     let path = repo_root().join("gateway/config/dev.toml");
     let mut config = Config::load_with_env(&path, env.into_iter()).expect("dev config loads");
     config.catalog.dir = files.dir.join("catalog");
-    config.geo = Some(serde_json::from_value(serde_json::json!({"database": files.dir.join("geo.mmdb")})).expect("geo"));
+    config.geo =
+        Some(serde_json::from_value(serde_json::json!({"database": files.dir.join("geo.mmdb")})).expect("geo"));
     config.privacy.hash_key = Some(HASH_KEY.into());
     config.privacy.user_keys_dir = Some(files.keys.clone());
     config.privacy.suppression_file = Some(files.suppression.clone());
