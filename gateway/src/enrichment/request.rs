@@ -156,18 +156,17 @@ impl<'a> EdgeRequest<'a> {
 
     fn client_context(&self, context: &mut Map<String, Value>, marks: &mut Marks) {
         let enrichment = &self.settings.enrichment;
-        if enrichment.device || enrichment.bots != BotPolicy::Off {
-            if let Some(profile) = context.get("userAgent").and_then(Value::as_str).map(|ua| self.profile(ua)) {
-                if enrichment.device && !context.contains_key("agent") {
-                    context.insert("agent".into(), Value::Object(profile.agent.clone()));
-                }
-                if let (Some(bot), true) = (&profile.bot, enrichment.bots != BotPolicy::Off) {
-                    context.insert("bot".into(), serde_json::json!({"name": bot.name, "category": bot.category}));
-                    marks.headers.push(("bot", bot.name.to_owned()));
-                    bump(&mut self.counts.borrow_mut().bots, bot.name);
-                    if enrichment.bots == BotPolicy::Route {
-                        marks.topic.clone_from(&enrichment.bot_topic);
-                    }
+        let wanted = enrichment.device || enrichment.bots != BotPolicy::Off;
+        if wanted && let Some(profile) = context.get("userAgent").and_then(Value::as_str).map(|ua| self.profile(ua)) {
+            if enrichment.device && !context.contains_key("agent") {
+                context.insert("agent".into(), Value::Object(profile.agent.clone()));
+            }
+            if let (Some(bot), true) = (&profile.bot, enrichment.bots != BotPolicy::Off) {
+                context.insert("bot".into(), serde_json::json!({"name": bot.name, "category": bot.category}));
+                marks.headers.push(("bot", bot.name.to_owned()));
+                bump(&mut self.counts.borrow_mut().bots, bot.name);
+                if enrichment.bots == BotPolicy::Route {
+                    marks.topic.clone_from(&enrichment.bot_topic);
                 }
             }
         }
@@ -180,10 +179,12 @@ impl<'a> EdgeRequest<'a> {
             Some(full) if self.client.ip == Some(ip) => full,
             _ => ip,
         };
-        if enrichment.geo && self.edge.geo.is_some() && !context.contains_key("geo") {
-            if let Some(place) = self.place(full) {
-                context.insert("geo".into(), Value::Object((*place).clone()));
-            }
+        if enrichment.geo
+            && self.edge.geo.is_some()
+            && !context.contains_key("geo")
+            && let Some(place) = self.place(full)
+        {
+            context.insert("geo".into(), Value::Object((*place).clone()));
         }
         self.apply_ip_policy(context, full);
     }
