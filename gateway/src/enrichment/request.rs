@@ -59,6 +59,9 @@ fn bump<K: PartialEq>(counts: &mut Vec<(K, u64)>, key: K) {
     }
 }
 
+/// One address's `context.geo`, shared by the request's events.
+type Place = Rc<Map<String, Value>>;
+
 /// Enrichment and privacy for the events of one request.
 pub struct EdgeRequest<'a> {
     edge: &'a Edge,
@@ -68,7 +71,7 @@ pub struct EdgeRequest<'a> {
     client: &'a ClientInfo,
     unix_secs: i64,
     salt: OnceCell<Option<Vec<u8>>>,
-    places: RefCell<Vec<(IpAddr, Option<Rc<Map<String, Value>>>)>>,
+    places: RefCell<Vec<(IpAddr, Option<Place>)>>,
     agents: RefCell<Vec<(String, Arc<Profile>)>>,
     personal: PersonalData<'a>,
     counts: RefCell<Counts>,
@@ -209,7 +212,7 @@ impl<'a> EdgeRequest<'a> {
     }
 
     /// The geo of `ip`, looked up once per request per address.
-    fn place(&self, ip: IpAddr) -> Option<Rc<Map<String, Value>>> {
+    fn place(&self, ip: IpAddr) -> Option<Place> {
         if let Some((_, place)) = self.places.borrow().iter().find(|(a, _)| *a == ip) {
             return place.clone();
         }
