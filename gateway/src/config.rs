@@ -41,6 +41,12 @@ pub struct Config {
     /// The Schema Registry, needed when a domain's `wire_format` is `confluent`.
     #[serde(default)]
     pub registry: Option<RegistryConfig>,
+    /// The MaxMind-format geo databases; no geo without it.
+    #[serde(default)]
+    pub geo: Option<crate::enrichment::geo::GeoConfig>,
+    /// Hash key, user keys and suppression list shared by all sources.
+    #[serde(default)]
+    pub privacy: crate::privacy::PrivacyConfig,
 }
 
 /// The Schema Registry holding the catalog's schemas (`eventgw-catalog
@@ -292,6 +298,12 @@ pub struct SourceConfig {
     /// `true` for browser sources and `false` for strict (server) sources.
     #[serde(default)]
     pub key_in_url: Option<bool>,
+    /// Geo, device and bot enrichment of this source's events.
+    #[serde(default)]
+    pub enrichment: crate::enrichment::SourceEnrichment,
+    /// IP policy, personal data, suppression and consent for this source.
+    #[serde(default)]
+    pub privacy: crate::privacy::SourcePrivacy,
 }
 
 impl SourceConfig {
@@ -428,6 +440,7 @@ impl Config {
                 }
             }
         }
+        config.resolve_edge_paths(base);
         config.check().map_err(|(key, problem)| fail(key, problem))?;
         Ok(config)
     }
@@ -499,6 +512,7 @@ impl Config {
         if self.sources.is_empty() {
             return Err(("sources", "at least one source is needed".into()));
         }
+        self.check_edge()?;
         let mut keys = std::collections::HashSet::new();
         let mut ids = std::collections::HashSet::new();
         for source in &self.sources {
@@ -516,6 +530,41 @@ impl Config {
             }
             if !ids.insert(source.id.as_str()) {
                 return Err(("sources.id", format!("source id `{}` appears twice", source.id)));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Config {
+    /// Geo databases, user keys and the suppression list are relative to
+    /// the configuration file, like the catalog.
+    fn resolve_edge_paths(&mut self, base: &Path) {
+        let resolve = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        };
+        if let Some(geo) = &mut self.geo {
+            resolve(&mut geo.database);
+            geo.asn_database.iter_mut().for_each(resolve);
+        }
+        self.privacy.user_keys_dir.iter_mut().for_each(resolve);
+        self.privacy.suppression_file.iter_mut().for_each(resolve);
+    }
+
+    /// Per-source enrichment and privacy settings that need something
+    /// configured elsewhere.
+    fn check_edge(&self) -> Result<(), (&'static str, String)> {
+        for source in &self.sources {
+            let routes = source.enrichment.bots == crate::enrichment::BotPolicy::Route;
+            if routes && source.enrichment.bot_topic.as_deref().is_none_or(str::is_empty) {
+                let problem = format!("source `{}`: bots = \"route\" needs a bot_topic", source.id);
+                return Err(("sources.enrichment.bot_topic", problem));
+            }
+            if source.privacy.ip == crate::privacy::IpPolicy::Hash && self.privacy.hash_key.is_none() {
+                let problem = format!("source `{}`: ip = \"hash\" needs privacy.hash_key", source.id);
+                return Err(("sources.privacy.ip", problem));
             }
         }
         Ok(())

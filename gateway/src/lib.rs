@@ -12,8 +12,10 @@ pub mod config;
 pub mod contracts;
 pub mod cors;
 pub mod enrich;
+pub mod enrichment;
 pub mod error;
 pub mod pipeline;
+pub mod privacy;
 pub mod quota;
 pub mod registry;
 pub mod server;
@@ -52,6 +54,9 @@ pub struct AppState {
     /// Schema Registry ids of framed domains' schemas; empty until
     /// [`registry::start`], refreshed on reload.
     pub schema_ids: arc_swap::ArcSwap<registry::SchemaIds>,
+    /// Geo, device and bot enrichment; IP policy, personal data,
+    /// suppression and consent.
+    pub edge: Arc<enrichment::Edge>,
 }
 
 /// Why the gateway cannot start.
@@ -71,6 +76,9 @@ pub enum StartupError {
     /// Sources, keys or JWT issuers cannot be used.
     #[error("config: {0}")]
     Auth(String),
+    /// A geo database, the suppression list or a privacy secret cannot be used.
+    #[error("config: {0}")]
+    Edge(#[from] enrichment::EdgeError),
     /// The producer could not be created (bad librdkafka property).
     #[error("Kafka producer: {0}")]
     Producer(#[from] rdkafka::error::KafkaError),
@@ -86,6 +94,8 @@ impl AppState {
         let catalog = eventgw_schemas::loader::load_catalog(&config.catalog.dir)?;
         let auth = build_auth(&config, &catalog)?;
         let clients = enrich::ClientResolver::new(&config.enrichment);
+        let edge = Arc::new(enrichment::Edge::new(&config)?);
+        enrichment::Edge::watch(&edge, enrichment::WATCH_INTERVAL);
         Ok(Self {
             config,
             catalog,
@@ -95,13 +105,17 @@ impl AppState {
             clients,
             metrics: telemetry::Metrics::new(),
             schema_ids: arc_swap::ArcSwap::from_pointee(registry::SchemaIds::default()),
+            edge,
         })
     }
 
-    /// Swaps in the sources, write keys, JWT issuers and quotas of `config`;
+    /// Swaps in the sources, write keys, JWT issuers and quotas of `config`
+    /// (and each source's enrichment and privacy settings, re-reading the
+    /// geo databases and the suppression list);
     /// on any error the running ones stay. Other settings need a restart.
     pub fn reload(&self, config: &config::Config) -> Result<(), StartupError> {
         let auth = build_auth(config, &self.catalog)?;
+        self.edge.reload(config)?;
         self.auth.store(Arc::new(auth));
         Ok(())
     }

@@ -32,6 +32,14 @@ pub struct Metrics {
     pub ready: IntGauge,
     /// The local spool, read at scrape time (all zero when it is off).
     pub spool: SpoolMetrics,
+    /// Events from bots, by bot name (a fixed list), where a source labels them.
+    pub bots: IntCounterVec,
+    /// Events whose purpose was not consented to, by purpose and rollout.
+    pub consent_violations: IntCounterVec,
+    /// Personal fields handled at ingest, by action (hash, redact, encrypt).
+    pub personal_fields: IntCounterVec,
+    /// Geo lookups of client addresses, by result (found, not_found).
+    pub geo_lookups: IntCounterVec,
 }
 
 /// The spool's gauges and counters. Counters are advanced at scrape time
@@ -124,6 +132,16 @@ impl Metrics {
             "Events breaking their schema, by schema and rollout.",
             &["schema", "rollout"],
         );
+        let bots = counter("eventgw_bots_total", "Events from bots, by bot name.", &["name"]);
+        let consent_violations = counter(
+            "eventgw_consent_violations_total",
+            "Events whose purpose was not consented to, by purpose and rollout.",
+            &["purpose", "rollout"],
+        );
+        let personal_fields =
+            counter("eventgw_personal_fields_total", "Personal fields handled at ingest, by action.", &["action"]);
+        let geo_lookups =
+            counter("eventgw_geo_lookups_total", "Geo lookups of client addresses, by result.", &["result"]);
         let buckets = vec![0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
         let produce_latency = Histogram::with_opts(
             HistogramOpts::new("eventgw_produce_latency_seconds", "Time until Kafka acknowledged a request's records.")
@@ -157,6 +175,10 @@ impl Metrics {
             queue_depth,
             queue_high_water,
             ready,
+            bots,
+            consent_violations,
+            personal_fields,
+            geo_lookups,
         }
     }
 

@@ -156,6 +156,15 @@ fn event_validation_never_panics_and_ids_travel_as_headers() {
     let now = chrono::Utc::now();
     let now_text = format_time(now);
     let client = ClientInfo { ip: None, user_agent: None };
+    let facts = gateway::enrichment::RequestFacts::default();
+    let edge = gateway::enrichment::request::EdgeRequest::new(
+        &state.edge,
+        &state.catalog,
+        &principal.source.id,
+        &facts,
+        &client,
+        now.timestamp(),
+    );
     let admission = Admission {
         catalog: &state.catalog,
         source: &principal.source,
@@ -170,6 +179,7 @@ fn event_validation_never_panics_and_ids_travel_as_headers() {
         max_event_bytes: state.config.limits.max_event_bytes,
         metrics: &state.metrics,
         schema_ids: &state.schema_ids.load(),
+        edge: &edge,
     };
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig { cases: 512, ..ProptestConfig::default() });
     runner

@@ -64,6 +64,10 @@ pub struct EventType {
     pub(crate) compatibility: Compatibility,
     /// What the gateway does with an event that breaks its schema.
     pub(crate) rollout: Rollout,
+    /// What the event's data is used for, checked against granted consent.
+    pub(crate) purpose: Option<String>,
+    /// Its personal fields and what happens to each at ingest.
+    pub(crate) personal: Vec<crate::PersonalField>,
 }
 
 /// One compiled version of an event's schema.
@@ -152,6 +156,17 @@ impl EventType {
     /// (dead-letter).
     pub fn rollout(&self) -> Rollout {
         self.rollout
+    }
+
+    /// What the event's data is used for (`analytics`, `marketing`), if
+    /// the catalog says; checked against the consent a user granted.
+    pub fn purpose(&self) -> Option<&str> {
+        self.purpose.as_deref()
+    }
+
+    /// Its personal fields and what the gateway does to each at ingest.
+    pub fn personal(&self) -> &[crate::PersonalField] {
+        &self.personal
     }
 
     /// The newest version, used when an event does not pin one.

@@ -135,6 +135,10 @@ fn compile_event(source: &DomainSource, name: &str, spec: &EventSpec) -> Result<
         ));
     }
     check_steps(name, spec.compatibility, &versions)?;
+    let personal = crate::personal::compile(origin, name, &spec.personal)?;
+    if let Some(purpose) = &spec.purpose {
+        crate::personal::check_purpose(origin, name, purpose)?;
+    }
     Ok(EventType {
         name: name.to_owned(),
         domain: source.spec.domain.clone(),
@@ -145,6 +149,8 @@ fn compile_event(source: &DomainSource, name: &str, spec: &EventSpec) -> Result<
         description: spec.description.clone(),
         compatibility: spec.compatibility,
         rollout: spec.rollout,
+        purpose: spec.purpose.clone(),
+        personal,
     })
 }
 

@@ -12,11 +12,13 @@ mod error;
 mod key;
 #[cfg(feature = "fs")]
 pub mod loader;
+mod personal;
 mod spec;
 
 pub use catalog::{Catalog, Checked, Domain, EventSchema, EventType, SchemaViolation, Violation};
 pub use error::CatalogError;
 pub use key::KeyPath;
+pub use personal::{PersonalAction, PersonalField};
 pub use spec::{
     Compatibility, DomainSource, DomainSpec, EventSpec, Rollout, SchemaDocument, TopicSettings, WireFormat,
 };

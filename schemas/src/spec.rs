@@ -184,6 +184,14 @@ pub struct EventSpec {
     /// What happens to events that break the schema.
     #[serde(default)]
     pub rollout: Rollout,
+    /// What the event's data is used for (`analytics`, `marketing`), checked
+    /// against the consent categories a user granted; none means unchecked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purpose: Option<String>,
+    /// Personal fields by dotted path, each with what the gateway does to it
+    /// at ingest (`hash`, `redact`, `encrypt`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub personal: BTreeMap<String, crate::PersonalAction>,
 }
 
 /// One version of one event's JSON Schema.

@@ -20,6 +20,8 @@ use crate::wire::{self, BatchRequest};
 pub struct Gate {
     /// The client's IP and user agent.
     pub client: ClientInfo,
+    /// The full client IP and client hints, for enrichment.
+    pub facts: crate::enrichment::RequestFacts,
     /// The principal of the `Authorization` header, if it had one.
     header: Option<Principal>,
     /// The authentication state this request uses from start to end, even
@@ -49,7 +51,8 @@ pub async fn open(req: &HttpRequest, state: &AppState) -> Result<Gate, ApiError>
             return Err(e);
         }
     };
-    Ok(Gate { client, header, auth })
+    let facts = state.edge.facts(req);
+    Ok(Gate { client, facts, header, auth })
 }
 
 fn failed(auth: &AuthState, client: &ClientInfo) {
@@ -129,6 +132,14 @@ pub async fn ingest(
     let received_at = (state.clock)();
     let received_at_text = crate::pipeline::format_time(received_at);
     let schema_ids = state.schema_ids.load();
+    let edge = crate::enrichment::request::EdgeRequest::new(
+        &state.edge,
+        &state.catalog,
+        &source.id,
+        &gate.facts,
+        &gate.client,
+        received_at.timestamp(),
+    );
     let admission = Admission {
         catalog: &state.catalog,
         source,
@@ -143,8 +154,10 @@ pub async fn ingest(
         max_event_bytes: state.config.limits.max_event_bytes,
         metrics: &state.metrics,
         schema_ids: &schema_ids,
+        edge: &edge,
     };
     let planned = admission.admit_all(request.events);
+    edge.flush(&state.metrics);
     let refused = planned.iter().filter(|p| p.verdict.refuses_strict_batch()).count();
     if source.strict && refused > 0 {
         // Nothing of a refused batch is produced: every event counts as

@@ -8,7 +8,12 @@ use serde::Serialize;
 
 use crate::error::ApiError;
 use crate::pipeline::{Planned, Verdict};
+use crate::privacy::SUPPRESSED;
 use crate::sink::{Delivered, OutRecord, Sink, SinkError, Stored};
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
 
 /// The 200 answer of an ingestion request.
 #[derive(Debug, Serialize)]
@@ -26,6 +31,9 @@ pub struct BatchAnswer {
     /// because Kafka did not acknowledge them in time; absent when none.
     #[serde(skip_serializing_if = "is_zero")]
     pub spooled: usize,
+    /// Events of suppressed users, produced nowhere by their wish.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub suppressed: usize,
     /// One entry per event, in request order.
     pub events: Vec<EventOutcome>,
 }
@@ -39,7 +47,7 @@ pub struct EventOutcome {
     /// Its `messageId`, generated when the client sent none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message_id: Option<String>,
-    /// `accepted`, `invalid`, `rejected`, `duplicate` or `spooled`.
+    /// `accepted`, `invalid`, `rejected`, `duplicate`, `spooled` or `suppressed`.
     pub status: &'static str,
     /// The topic it went to (domain topic or dead-letter topic).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -109,10 +117,6 @@ pub async fn produce(
 /// Where a spooled record will land is not known yet.
 const UNKNOWN_OFFSET: Delivered = Delivered { partition: -1, offset: -1 };
 
-fn is_zero(n: &usize) -> bool {
-    *n == 0
-}
-
 /// Indexes of the events whose record went to the spool (records are in
 /// the order of the events that produce one).
 fn spooled_events(planned: &[Planned], stored: &[Result<Stored, SinkError>]) -> Vec<usize> {
@@ -153,6 +157,7 @@ fn assemble(planned: Vec<Planned>, mut results: impl Iterator<Item = Result<Deli
         rejected: 0,
         duplicate: 0,
         spooled: 0,
+        suppressed: 0,
         events: Vec::with_capacity(planned.len()),
     };
     for (index, p) in planned.into_iter().enumerate() {
@@ -181,7 +186,7 @@ fn assemble(planned: Vec<Planned>, mut results: impl Iterator<Item = Result<Deli
                 outcome.errors = errors;
             }
             (Verdict::Reject { code, message }, _) => {
-                outcome.status = "rejected";
+                outcome.status = if code == SUPPRESSED { SUPPRESSED } else { "rejected" };
                 outcome.code = Some(code);
                 outcome.message = Some(message);
             }
@@ -195,6 +200,7 @@ fn assemble(planned: Vec<Planned>, mut results: impl Iterator<Item = Result<Deli
             "accepted" => answer.accepted += 1,
             "invalid" => answer.invalid += 1,
             "duplicate" => answer.duplicate += 1,
+            SUPPRESSED => answer.suppressed += 1,
             _ => answer.rejected += 1,
         }
         answer.events.push(outcome);

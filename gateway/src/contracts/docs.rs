@@ -158,7 +158,7 @@ fn event_article(html: &mut String, event: &EventType) {
         html,
         "<article class=\"event\" id=\"event-{anchor}\" data-event=\"{name}\"><h3>{name}</h3><p>{desc}</p><dl>\
          <dt>Schema</dt><dd><code>{domain}/{schema}</code></dd><dt>Partition key</dt><dd>{key}</dd>\
-         <dt>Compatibility</dt><dd>{compat}</dd><dt>Rollout</dt><dd>{rollout}</dd></dl>",
+         <dt>Compatibility</dt><dd>{compat}</dd><dt>Rollout</dt><dd>{rollout}</dd>{privacy}</dl>",
         anchor = esc(&event.schema),
         name = esc(&event.name),
         desc = esc(event.description()),
@@ -167,6 +167,7 @@ fn event_article(html: &mut String, event: &EventType) {
         key = esc(&event.key.describe()),
         compat = event.compatibility().as_str(),
         rollout = event.rollout().as_str(),
+        privacy = privacy_terms(event),
     );
     let newest = event.latest().version;
     for version in event.versions().collect::<Vec<_>>().into_iter().rev() {
@@ -202,6 +203,21 @@ fn event_article(html: &mut String, event: &EventType) {
         html.push_str("</details>\n");
     }
     html.push_str("</article>\n");
+}
+
+/// The event's purpose and personal fields (each with what the gateway
+/// does to it at ingest), as definition-list terms; empty when it has none.
+fn privacy_terms(event: &EventType) -> String {
+    let mut out = String::new();
+    if let Some(purpose) = event.purpose() {
+        let _ = write!(out, "<dt>Purpose</dt><dd>{}</dd>", esc(purpose));
+    }
+    if !event.personal().is_empty() {
+        let fields: Vec<String> =
+            event.personal().iter().map(|f| format!("<code>{}</code>: {}", esc(&f.path), f.action.as_str())).collect();
+        let _ = write!(out, "<dt>Personal data</dt><dd class=\"personal\">{}</dd>", fields.join(", "));
+    }
+    out
 }
 
 /// Escapes text for HTML content and attribute values.

@@ -70,7 +70,8 @@ impl Verdict {
     /// Whether a strict source refuses the batch for this event: anything
     /// but accepted, except a duplicate of an accepted event.
     pub fn refuses_strict_batch(&self) -> bool {
-        !matches!(self, Self::Accept(_) | Self::Duplicate { .. })
+        // A suppressed event is the user's wish honoured, not a refusal.
+        !matches!(self, Self::Accept(_) | Self::Duplicate { .. } | Self::Reject { code: crate::privacy::SUPPRESSED, .. })
     }
 }
 
@@ -112,6 +113,8 @@ pub struct Admission<'a> {
     pub metrics: &'a crate::telemetry::Metrics,
     /// Registry ids of framed domains' schemas (Confluent wire format).
     pub schema_ids: &'a crate::registry::SchemaIds,
+    /// Geo, device, bots, IP policy, personal data, suppression, consent.
+    pub edge: &'a crate::enrichment::request::EdgeRequest<'a>,
 }
 
 /// The contract an event is checked against: a catalog event, an identity
@@ -194,6 +197,10 @@ impl Admission<'_> {
         if let Some(subject) = self.subject {
             event.insert("userId".into(), Value::String(subject.to_owned()));
         }
+        if self.edge.suppressed(&event) {
+            let message = "the user asked not to be tracked; the event was dropped".into();
+            return reject(Some(message_id), crate::privacy::SUPPRESSED, message);
+        }
         let normalized = envelope::normalize(&mut event);
         // No copy of the event is made: enrichment only mutates it once every
         // check has passed, so a refused event is still the one received
@@ -204,9 +211,10 @@ impl Admission<'_> {
             envelope::check_key(&route.key).map_err(|(code, message)| Refusal::dead(code, message))?;
             Ok(route)
         }) {
-            Ok(route) => match clock::event_time(&event, self.sent_at, self.received_at) {
-                Ok(time) => self.accept(&route, &message_id, event, &time),
-                Err(message) => self.dead_letter(&event, &message_id, "invalid_timestamp", message, Vec::new()),
+            Ok(route) => match (clock::event_time(&event, self.sent_at, self.received_at), self.edge.consent(&route.name, &event)) {
+                (Ok(time), Ok(consent_warning)) => self.accept(&route, &message_id, event, &time, consent_warning),
+                (Err(message), _) => self.dead_letter(&event, &message_id, "invalid_timestamp", message, Vec::new()),
+                (_, Err((code, message))) => self.dead_letter(&event, &message_id, code, message, Vec::new()),
             },
             Err(Refusal::Reject(code, message)) => Verdict::Reject { code, message },
             Err(Refusal::DeadLetter(code, message, errors)) => {
@@ -218,10 +226,19 @@ impl Admission<'_> {
 
     /// Enriches a valid event into its record, unless enrichment made the
     /// record larger than the event limit plus [`MAX_ENRICHMENT_BYTES`].
-    fn accept(&self, route: &Route, message_id: &str, event: Value, time: &EventTime) -> Verdict {
+    fn accept(
+        &self,
+        route: &Route,
+        message_id: &str,
+        event: Value,
+        time: &EventTime,
+        consent_warning: Option<String>,
+    ) -> Verdict {
         let Value::Object(mut map) = event else { unreachable!("admit builds the event as an object") };
         self.enrich(&mut map, time);
-        let record = self.record(route, message_id, Value::Object(map), time.flag);
+        let marks = self.edge.finish(&route.name, consent_warning, &mut map);
+        let mut record = self.record(route, message_id, Value::Object(map), time.flag);
+        marks.apply(&mut record);
         let bound = self.max_event_bytes + MAX_ENRICHMENT_BYTES;
         if record.payload.len() > bound {
             let message = format!("the enriched event is {} bytes; at most {bound} are stored", record.payload.len());

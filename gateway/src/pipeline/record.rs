@@ -63,7 +63,7 @@ impl Admission<'_> {
             "source": self.source.id,
             "receivedAt": self.received_at_text,
             "messageId": message_id,
-            "event": original,
+            "event": self.edge.scrub(original),
         });
         let mut headers = self.headers(message_id, None);
         headers.push(("dead-letter-reason", code.to_owned()));

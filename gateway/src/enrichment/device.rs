@@ -1,0 +1,177 @@
+//! Device, browser and OS from the user agent (woothee, a maintained
+//! parser with no data file to ship), refined by client hints
+//! (`Sec-CH-UA-*`) where Chromium sends them: its reduced user agent
+//! freezes the OS version and model, the hints do not.
+
+use actix_web::http::header::HeaderMap;
+use serde_json::{Map, Value};
+
+use super::bots::{self, Bot};
+
+/// The `Sec-CH-UA-*` headers of a request, as sent.
+#[derive(Debug, Clone, Default)]
+pub struct ClientHints {
+    brands: Option<String>,
+    full_versions: Option<String>,
+    mobile: Option<String>,
+    platform: Option<String>,
+    platform_version: Option<String>,
+    model: Option<String>,
+}
+
+impl ClientHints {
+    /// The hints of a request; all `None` when it sent none.
+    pub fn from_headers(headers: &HeaderMap) -> Self {
+        let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        Self {
+            brands: get("sec-ch-ua"),
+            full_versions: get("sec-ch-ua-full-version-list"),
+            mobile: get("sec-ch-ua-mobile"),
+            platform: get("sec-ch-ua-platform"),
+            platform_version: get("sec-ch-ua-platform-version"),
+            model: get("sec-ch-ua-model"),
+        }
+    }
+
+    /// The hints that change a profile, as one text, for caching profiles
+    /// by user agent and hints together.
+    pub fn cache_key(&self) -> String {
+        let parts =
+            [&self.brands, &self.full_versions, &self.mobile, &self.platform, &self.platform_version, &self.model];
+        parts.iter().map(|p| p.as_deref().unwrap_or_default()).collect::<Vec<_>>().join("\n")
+    }
+
+    /// Whether any hint was sent.
+    pub fn is_empty(&self) -> bool {
+        self.brands.is_none() && self.mobile.is_none() && self.platform.is_none()
+    }
+
+    /// Headless Chromium names itself in its brand list.
+    pub fn headless(&self) -> bool {
+        self.brands.as_deref().is_some_and(|b| b.contains("HeadlessChrome"))
+    }
+
+    /// The browser brand and version: the first real brand, preferring a
+    /// named browser over its engine (`Google Chrome` over `Chromium`) and
+    /// skipping the deliberately bogus GREASE entry (`Not-A.Brand`).
+    fn browser(&self) -> Option<(String, String)> {
+        let list = self.full_versions.as_deref().or(self.brands.as_deref())?;
+        let brands: Vec<(String, String)> = list
+            .split(',')
+            .filter_map(|entry| {
+                let (brand, version) = entry.split_once(";v=")?;
+                Some((unquote(brand), unquote(version)))
+            })
+            .filter(|(brand, _)| !(brand.contains("Not") && brand.contains("Brand")))
+            .collect();
+        brands.iter().find(|(b, _)| b != "Chromium").or(brands.first()).cloned()
+    }
+}
+
+fn unquote(text: &str) -> String {
+    text.trim().trim_matches('"').to_owned()
+}
+
+/// What one user agent says: `context.agent` and whether it is a bot.
+#[derive(Debug, Clone)]
+pub struct Profile {
+    /// `{browser, browserVersion, os, osVersion, deviceClass, model}`.
+    pub agent: Map<String, Value>,
+    /// Set when the agent is a crawler or a headless browser.
+    pub bot: Option<Bot>,
+}
+
+/// Parses `agent`; `hints` are the request's own, applied only when
+/// `agent` is the request's `User-Agent` (not one a server SDK forwarded).
+pub fn profile(parser: &woothee::parser::Parser, agent: &str, hints: Option<&ClientHints>) -> Profile {
+    let parsed = parser.parse(agent);
+    let (name, category, os, os_version, version) =
+        parsed.as_ref().map_or(("UNKNOWN", "UNKNOWN", "UNKNOWN", "UNKNOWN", "UNKNOWN"), |r| {
+            (r.name, r.category, r.os, r.os_version.as_ref(), r.version)
+        });
+    let bot = bots::classify(agent, category, static_name(parsed.as_ref()), hints);
+    let mut out = Map::new();
+    let mut put = |key: &str, value: &str| {
+        if !value.is_empty() && value != "UNKNOWN" {
+            out.insert(key.to_owned(), Value::String(value.to_owned()));
+        }
+    };
+    put("browser", name);
+    put("browserVersion", version);
+    put("os", os);
+    put("osVersion", os_version);
+    put("deviceClass", device_class(category, os));
+    if let Some(hints) = hints.filter(|h| !h.is_empty()) {
+        if let Some((brand, version)) = hints.browser() {
+            put("browser", &brand);
+            put("browserVersion", &version);
+        }
+        if let Some(platform) = hints.platform.as_deref().map(unquote) {
+            put("os", &platform);
+            if let Some(version) = hints.platform_version.as_deref().map(unquote) {
+                put("osVersion", &platform_version(&platform, &version));
+            }
+        }
+        match hints.mobile.as_deref() {
+            Some("?1") => put("deviceClass", "mobile"),
+            Some("?0") if device_class(category, os) != "tablet" => put("deviceClass", "desktop"),
+            _ => {}
+        }
+        if let Some(model) = hints.model.as_deref().map(unquote) {
+            put("model", &model);
+        }
+    }
+    if bot.is_some() {
+        out.insert("deviceClass".into(), Value::String("bot".into()));
+    }
+    Profile { agent: out, bot }
+}
+
+/// woothee's names are `&'static str` from its dataset, except for a few
+/// built at parse time; only the static ones may become metric labels.
+fn static_name(parsed: Option<&woothee::parser::WootheeResult<'_>>) -> &'static str {
+    const KNOWN: [&str; 12] = [
+        "Googlebot",
+        "Googlebot Mobile",
+        "Google Mediapartners",
+        "AdsBot-Google",
+        "AdsBot-Google-Mobile",
+        "Baiduspider",
+        "bingbot",
+        "BingPreview",
+        "msnbot",
+        "Yahoo! Slurp",
+        "twitter",
+        "facebook",
+    ];
+    let name = parsed.map_or("", |r| r.name);
+    KNOWN.iter().find(|k| **k == name).copied().unwrap_or("misc crawler")
+}
+
+/// `desktop`, `mobile`, `tablet`, `console`, `bot` or `other`.
+fn device_class(category: &str, os: &str) -> &'static str {
+    match category {
+        "pc" => "desktop",
+        "smartphone" if os == "iPad" => "tablet",
+        "smartphone" | "mobilephone" => "mobile",
+        "appliance" => "console",
+        "crawler" => "bot",
+        _ => "other",
+    }
+}
+
+/// Windows 11 reports itself as `Windows NT 10.0` in the user agent; only
+/// the platform-version hint (13 and up) tells it from Windows 10.
+fn platform_version(platform: &str, version: &str) -> String {
+    if platform == "Windows" {
+        let major: u32 = version.split('.').next().and_then(|m| m.parse().ok()).unwrap_or(0);
+        return if major >= 13 {
+            "11".into()
+        } else if major > 0 {
+            "10".into()
+        } else {
+            version.into()
+        };
+    }
+    version.to_owned()
+}

@@ -1,0 +1,231 @@
+//! What the request tells about the visitor, added to `context` before
+//! anything reaches Kafka: geo from the full IP ([`geo`]), browser, OS and
+//! device class from the user agent and client hints ([`device`]), and a
+//! bot label ([`bots`]). [`Edge`] holds what every request shares;
+//! [`request::EdgeRequest`] what one request computes once for all its
+//! events.
+
+pub mod bots;
+pub mod device;
+pub mod geo;
+pub mod request;
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use actix_web::HttpRequest;
+use arc_swap::ArcSwap;
+use serde::Deserialize;
+
+use crate::config::{Config, EnrichmentConfig};
+use crate::enrich::ClientResolver;
+use crate::privacy::{Privacy, PrivacyError, SourcePrivacy};
+
+/// How often replaced geo databases and suppression lists are noticed.
+pub const WATCH_INTERVAL: Duration = Duration::from_secs(2);
+
+/// What the gateway does with bot traffic of a source.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BotPolicy {
+    /// Not classified (the default: nothing changes for existing sources).
+    #[default]
+    Off,
+    /// `context.bot`, a `bot` record header and `eventgw_bots_total`.
+    Label,
+    /// As `label`, and produced to the source's `bot_topic` instead.
+    Route,
+}
+
+/// A source's `[sources.enrichment]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SourceEnrichment {
+    /// `context.geo` when `[geo]` has a database (on by default).
+    pub geo: bool,
+    /// `context.agent`: browser, OS, device class (off by default).
+    pub device: bool,
+    /// Bot labelling and routing.
+    pub bots: BotPolicy,
+    /// Where bot events go under `bots = "route"`.
+    pub bot_topic: Option<String>,
+}
+
+impl Default for SourceEnrichment {
+    fn default() -> Self {
+        Self { geo: true, device: false, bots: BotPolicy::Off, bot_topic: None }
+    }
+}
+
+/// A source's settings of both kinds.
+#[derive(Debug, Clone, Default)]
+pub struct SourceEdge {
+    /// Geo, device, bots.
+    pub enrichment: SourceEnrichment,
+    /// IP, personal data, suppression, consent.
+    pub privacy: SourcePrivacy,
+}
+
+/// Why enrichment or privacy cannot start (or reload).
+#[derive(Debug, thiserror::Error)]
+pub enum EdgeError {
+    /// A geo database cannot be opened.
+    #[error(transparent)]
+    Geo(#[from] geo::GeoError),
+    /// A privacy file or secret cannot be used.
+    #[error(transparent)]
+    Privacy(#[from] PrivacyError),
+}
+
+/// What a request says about its sender that only its headers carry:
+/// taken once, before the body is read.
+#[derive(Debug, Clone, Default)]
+pub struct RequestFacts {
+    /// The client's full address when `enrichment.anonymize_ip` truncated
+    /// the one in [`crate::enrich::ClientInfo`]: geo needs the full one.
+    pub full_ip: Option<IpAddr>,
+    /// `Sec-CH-UA-*`, when sent.
+    pub hints: Option<device::ClientHints>,
+}
+
+/// Everything enrichment and privacy share across requests.
+pub struct Edge {
+    /// The geo databases, when `[geo]` is configured.
+    pub geo: Option<geo::GeoDb>,
+    /// Secrets, user keys and the suppression list.
+    pub privacy: Privacy,
+    /// Each source's settings by id, swapped on reload.
+    sources: ArcSwap<HashMap<String, Arc<SourceEdge>>>,
+    /// Resolves the full client IP when the global setting anonymises it.
+    full_resolver: Option<ClientResolver>,
+    /// The user-agent parser (compiled once).
+    pub parser: woothee::parser::Parser,
+    /// Profiles by user agent (and client hints), shared across requests:
+    /// most traffic comes from a few thousand distinct agents, and a parse
+    /// costs microseconds. Emptied when full, so memory stays bounded.
+    profiles: Mutex<HashMap<String, Arc<device::Profile>>>,
+}
+
+/// Most profiles [`Edge`] keeps across requests.
+pub const MAX_CACHED_PROFILES: usize = 8192;
+
+impl std::fmt::Debug for Edge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Edge").field("geo", &self.geo).field("privacy", &self.privacy).finish_non_exhaustive()
+    }
+}
+
+fn source_settings(config: &Config) -> HashMap<String, Arc<SourceEdge>> {
+    config
+        .sources
+        .iter()
+        .map(|s| {
+            let edge = SourceEdge { enrichment: s.enrichment.clone(), privacy: s.privacy.clone() };
+            (s.id.clone(), Arc::new(edge))
+        })
+        .collect()
+}
+
+impl Edge {
+    /// Opens the databases and lists of `config`.
+    pub fn new(config: &Config) -> Result<Self, EdgeError> {
+        let full_resolver = config
+            .enrichment
+            .anonymize_ip
+            .then(|| ClientResolver::new(&EnrichmentConfig { anonymize_ip: false, ..config.enrichment.clone() }));
+        Ok(Self {
+            geo: config.geo.as_ref().map(geo::GeoDb::open).transpose()?,
+            privacy: Privacy::new(&config.privacy)?,
+            sources: ArcSwap::from_pointee(source_settings(config)),
+            full_resolver,
+            parser: woothee::parser::Parser::new(),
+            profiles: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// SIGHUP: new per-source settings, and the geo databases and the
+    /// suppression list re-read; on error nothing changes.
+    pub fn reload(&self, config: &Config) -> Result<(), EdgeError> {
+        if let Some(geo) = &self.geo {
+            geo.reload()?;
+        }
+        if let Some(list) = &self.privacy.suppressed {
+            list.reload().map_err(PrivacyError::from)?;
+        }
+        self.sources.store(Arc::new(source_settings(config)));
+        Ok(())
+    }
+
+    /// A source's settings (defaults for a source the map does not know).
+    pub fn source(&self, id: &str) -> Arc<SourceEdge> {
+        self.sources.load().get(id).cloned().unwrap_or_default()
+    }
+
+    /// The facts of `req` that enrichment needs beyond [`crate::enrich::ClientInfo`].
+    pub fn facts(&self, req: &HttpRequest) -> RequestFacts {
+        let hints = device::ClientHints::from_headers(req.headers());
+        RequestFacts {
+            full_ip: self.full_resolver.as_ref().and_then(|r| r.resolve(req).ip),
+            hints: (!hints.is_empty()).then_some(hints),
+        }
+    }
+
+    /// The profile of `agent` with the request's `hints`, parsed once per
+    /// distinct pair while it stays in the cache.
+    pub fn profile(&self, agent: &str, hints: Option<&device::ClientHints>) -> Arc<device::Profile> {
+        let key = match hints {
+            Some(hints) => format!("{agent}\n{}", hints.cache_key()),
+            None => agent.to_owned(),
+        };
+        if let Some(found) = self.profiles.lock().ok().and_then(|cache| cache.get(&key).cloned()) {
+            return found;
+        }
+        let profile = Arc::new(device::profile(&self.parser, agent, hints));
+        if let Ok(mut cache) = self.profiles.lock() {
+            if cache.len() >= MAX_CACHED_PROFILES {
+                cache.clear();
+            }
+            cache.insert(key, Arc::clone(&profile));
+        }
+        profile
+    }
+
+    /// Re-reads replaced files every `interval`, on a thread of its own
+    /// that ends when the gateway state is dropped.
+    pub fn watch(edge: &Arc<Self>, interval: Duration) {
+        if edge.geo.is_none() && edge.privacy.suppressed.is_none() {
+            return;
+        }
+        let weak: Weak<Self> = Arc::downgrade(edge);
+        let spawned = std::thread::Builder::new().name("eventgw-edge-watch".into()).spawn(move || {
+            loop {
+                std::thread::sleep(interval);
+                let Some(edge) = weak.upgrade() else { return };
+                edge.reload_changed();
+            }
+        });
+        if let Err(error) = spawned {
+            tracing::error!(%error, "Cannot watch the geo database and suppression list; reload with SIGHUP");
+        }
+    }
+
+    /// Re-reads whichever watched file changed.
+    pub fn reload_changed(&self) {
+        match self.geo.as_ref().and_then(geo::GeoDb::reload_if_changed) {
+            Some(Ok(())) => tracing::info!("Geo database reloaded after it changed"),
+            Some(Err(error)) => {
+                tracing::error!(%error, "Geo database changed but cannot be read; keeping the running one")
+            }
+            None => {}
+        }
+        match self.privacy.suppressed.as_ref().and_then(|l| l.reload_if_changed()) {
+            Some(Ok(count)) => tracing::info!(count, "Suppression list reloaded after it changed"),
+            Some(Err(error)) => {
+                tracing::error!(%error, "Suppression list changed but cannot be read; keeping the running one")
+            }
+            None => {}
+        }
+    }
+}

@@ -1,0 +1,324 @@
+//! One request's enrichment and privacy: what the whole request shares
+//! (the client's geo, its user agent's profile, the IP salt, user keys) is
+//! computed once and reused by every event; each event then only copies
+//! small objects into its `context` and applies its catalog's actions.
+
+use std::borrow::Cow;
+use std::cell::{OnceCell, RefCell};
+use std::net::IpAddr;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use eventgw_schemas::{Catalog, PersonalAction, Rollout};
+use serde_json::{Map, Value};
+
+use super::device::Profile;
+use super::{BotPolicy, Edge, RequestFacts, SourceEdge};
+use crate::enrich::{ClientInfo, anonymize};
+use crate::privacy::consent::{self, Consent};
+use crate::privacy::personal::PersonalData;
+use crate::privacy::{IpPolicy, hash_ip};
+use crate::sink::OutRecord;
+use crate::telemetry::Metrics;
+
+/// Distinct user agents (and addresses) one request caches; a batch from
+/// one device has one, a server SDK's batch a few.
+const MAX_CACHED: usize = 16;
+
+/// What one event's enrichment adds to its record besides the payload.
+#[derive(Debug, Default)]
+pub struct Marks {
+    headers: Vec<(&'static str, String)>,
+    topic: Option<String>,
+}
+
+impl Marks {
+    /// Adds the headers (`bot`, `consent-warning`) and the bot topic to `record`.
+    pub fn apply(self, record: &mut OutRecord) {
+        record.headers.extend(self.headers);
+        if let Some(topic) = self.topic {
+            record.topic = topic;
+        }
+    }
+}
+
+/// Counts gathered while the request's events are admitted, added to the
+/// metrics once per label set at the end.
+#[derive(Debug, Default)]
+struct Counts {
+    bots: Vec<(&'static str, u64)>,
+    consent: Vec<((String, &'static str), u64)>,
+    personal: Vec<(&'static str, u64)>,
+    geo: Vec<(&'static str, u64)>,
+}
+
+fn bump<K: PartialEq>(counts: &mut Vec<(K, u64)>, key: K) {
+    match counts.iter_mut().find(|(k, _)| *k == key) {
+        Some((_, n)) => *n += 1,
+        None => counts.push((key, 1)),
+    }
+}
+
+/// One address's `context.geo`, shared by the request's events.
+type Place = Rc<Map<String, Value>>;
+
+/// Enrichment and privacy for the events of one request.
+pub struct EdgeRequest<'a> {
+    edge: &'a Edge,
+    catalog: &'a Catalog,
+    settings: Arc<SourceEdge>,
+    facts: &'a RequestFacts,
+    client: &'a ClientInfo,
+    unix_secs: i64,
+    salt: OnceCell<Option<Vec<u8>>>,
+    places: RefCell<Vec<(IpAddr, Option<Place>)>>,
+    agents: RefCell<Vec<(String, Arc<Profile>)>>,
+    personal: PersonalData<'a>,
+    counts: RefCell<Counts>,
+}
+
+impl<'a> EdgeRequest<'a> {
+    /// For a request of `source`, received at `unix_secs`.
+    pub fn new(
+        edge: &'a Edge,
+        catalog: &'a Catalog,
+        source: &str,
+        facts: &'a RequestFacts,
+        client: &'a ClientInfo,
+        unix_secs: i64,
+    ) -> Self {
+        let personal = PersonalData {
+            hash_key: edge.privacy.hash_key.as_deref(),
+            keys: edge.privacy.keys.as_ref(),
+            cache: RefCell::default(),
+        };
+        Self {
+            edge,
+            catalog,
+            settings: edge.source(source),
+            facts,
+            client,
+            unix_secs,
+            salt: OnceCell::new(),
+            places: RefCell::default(),
+            agents: RefCell::default(),
+            personal,
+            counts: RefCell::default(),
+        }
+    }
+
+    /// Whether the event's user is on the suppression list.
+    pub fn suppressed(&self, event: &Map<String, Value>) -> bool {
+        let Some(list) = self.edge.privacy.suppressed.as_ref().filter(|_| self.settings.privacy.suppression) else {
+            return false;
+        };
+        ["userId", "anonymousId"]
+            .iter()
+            .any(|f| event.get(*f).and_then(Value::as_str).is_some_and(|id| list.contains(id)))
+    }
+
+    /// The consent check of event `name` under its rollout: `Ok` with an
+    /// optional `consent-warning` (rollout `warn`), or the dead-letter
+    /// reason and message (rollout `enforce`).
+    pub fn consent(&self, name: &str, event: &Value) -> Result<Option<String>, (&'static str, String)> {
+        if !self.settings.privacy.consent {
+            return Ok(None);
+        }
+        let Some(event_type) = self.catalog.event(name) else { return Ok(None) };
+        let Some(purpose) = event_type.purpose() else { return Ok(None) };
+        let verdict = consent::check(event.get("context"), purpose);
+        if verdict == Consent::Granted {
+            return Ok(None);
+        }
+        let rollout = event_type.rollout();
+        bump(&mut self.counts.borrow_mut().consent, (purpose.to_owned(), rollout.as_str()));
+        let message = match verdict {
+            Consent::Missing => format!("`{name}` serves `{purpose}` and the event carries no consent"),
+            _ => format!("`{name}` serves `{purpose}`, which the user did not consent to"),
+        };
+        match rollout {
+            Rollout::Enforce => Err((verdict.code(), message)),
+            Rollout::Warn => Ok(Some(message)),
+            Rollout::Observe => Ok(None),
+        }
+    }
+
+    /// Geo, device and bot into `context`, then the IP policy and the
+    /// catalog's personal-data actions; `consent_warning` becomes a header.
+    pub fn finish(&self, name: &str, consent_warning: Option<String>, event: &mut Map<String, Value>) -> Marks {
+        let mut marks = Marks::default();
+        if let Some(warning) = consent_warning {
+            marks.headers.push(("consent-warning", warning));
+        }
+        if let Some(Value::Object(context)) = event.get_mut("context") {
+            self.client_context(context, &mut marks);
+        }
+        self.personal_data(name, event);
+        marks
+    }
+
+    fn client_context(&self, context: &mut Map<String, Value>, marks: &mut Marks) {
+        let enrichment = &self.settings.enrichment;
+        let wanted = enrichment.device || enrichment.bots != BotPolicy::Off;
+        if wanted && let Some(profile) = context.get("userAgent").and_then(Value::as_str).map(|ua| self.profile(ua)) {
+            if enrichment.device && !context.contains_key("agent") {
+                context.insert("agent".into(), Value::Object(profile.agent.clone()));
+            }
+            if let (Some(bot), true) = (&profile.bot, enrichment.bots != BotPolicy::Off) {
+                context.insert("bot".into(), serde_json::json!({"name": bot.name, "category": bot.category}));
+                marks.headers.push(("bot", bot.name.to_owned()));
+                bump(&mut self.counts.borrow_mut().bots, bot.name);
+                if enrichment.bots == BotPolicy::Route {
+                    marks.topic.clone_from(&enrichment.bot_topic);
+                }
+            }
+        }
+        let Some(ip) = context.get("ip").and_then(Value::as_str).and_then(|s| s.parse::<IpAddr>().ok()) else {
+            return;
+        };
+        // The pipeline wrote the (possibly anonymised) request address;
+        // geo and the policy below work from the full one.
+        let full = match self.facts.full_ip {
+            Some(full) if self.client.ip == Some(ip) => full,
+            _ => ip,
+        };
+        if enrichment.geo
+            && self.edge.geo.is_some()
+            && !context.contains_key("geo")
+            && let Some(place) = self.place(full)
+        {
+            context.insert("geo".into(), Value::Object((*place).clone()));
+        }
+        self.apply_ip_policy(context, full);
+    }
+
+    fn apply_ip_policy(&self, context: &mut Map<String, Value>, full: IpAddr) {
+        match self.settings.privacy.ip {
+            IpPolicy::Keep => {}
+            IpPolicy::Truncate => {
+                context.insert("ip".into(), Value::String(anonymize(full).to_string()));
+            }
+            IpPolicy::Hash => {
+                context.remove("ip");
+                let salt = self.salt.get_or_init(|| self.edge.privacy.ip_salt(self.unix_secs));
+                if let Some(salt) = salt {
+                    context.insert("ipHash".into(), Value::String(hash_ip(salt, full)));
+                }
+            }
+            IpPolicy::Drop => {
+                context.remove("ip");
+            }
+        }
+    }
+
+    /// The geo of `ip`, looked up once per request per address.
+    fn place(&self, ip: IpAddr) -> Option<Place> {
+        if let Some((_, place)) = self.places.borrow().iter().find(|(a, _)| *a == ip) {
+            return place.clone();
+        }
+        let place = self.edge.geo.as_ref().and_then(|g| g.lookup(ip)).map(Rc::new);
+        bump(&mut self.counts.borrow_mut().geo, if place.is_some() { "found" } else { "not_found" });
+        let mut places = self.places.borrow_mut();
+        if places.len() < MAX_CACHED {
+            places.push((ip, place.clone()));
+        }
+        place
+    }
+
+    /// The profile of `agent`, parsed once per request per distinct agent.
+    fn profile(&self, agent: &str) -> Arc<Profile> {
+        if let Some((_, profile)) = self.agents.borrow().iter().find(|(a, _)| a == agent) {
+            return Arc::clone(profile);
+        }
+        let own = self.client.user_agent.as_deref() == Some(agent);
+        let hints = self.facts.hints.as_ref().filter(|_| own);
+        let profile = self.edge.profile(agent, hints);
+        let mut agents = self.agents.borrow_mut();
+        if agents.len() < MAX_CACHED {
+            agents.push((agent.to_owned(), Arc::clone(&profile)));
+        }
+        profile
+    }
+
+    fn personal_data(&self, name: &str, event: &mut Map<String, Value>) {
+        if !self.settings.privacy.personal_data {
+            return;
+        }
+        let Some(fields) = self.catalog.event(name).map(|e| e.personal()).filter(|f| !f.is_empty()) else { return };
+        let done = self.personal.apply(fields, event).unwrap_or_else(|error| {
+            // The key store failed: nothing personal may pass in clear.
+            tracing::error!(%error, "User key store failed; redacting the event's encrypted fields");
+            for field in fields.iter().filter(|f| f.action == PersonalAction::Encrypt) {
+                remove_path(event, &field.segments);
+            }
+            Vec::new()
+        });
+        let mut counts = self.counts.borrow_mut();
+        for action in done {
+            bump(&mut counts.personal, action.as_str());
+        }
+    }
+
+    /// The event as it goes to the dead-letter topic: the client-reported
+    /// IP and the personal fields handled as on the domain topic, so the
+    /// dead-letter topic holds nothing the domain topic may not.
+    pub fn scrub<'v>(&self, event: &'v Value) -> Cow<'v, Value> {
+        let name = event_name(event);
+        let personal = self.settings.privacy.personal_data
+            && name.is_some_and(|n| self.catalog.event(n).is_some_and(|e| !e.personal().is_empty()));
+        let ip = self.settings.privacy.ip != IpPolicy::Keep && event.pointer("/context/ip").is_some();
+        if !personal && !ip {
+            return Cow::Borrowed(event);
+        }
+        let mut copy = event.clone();
+        if let Some(map) = copy.as_object_mut() {
+            if let Some(Value::Object(context)) = map.get_mut("context") {
+                match context.get("ip").and_then(Value::as_str).and_then(|s| s.parse::<IpAddr>().ok()) {
+                    Some(ip) => self.apply_ip_policy(context, ip),
+                    None => {
+                        context.remove("ip");
+                    }
+                }
+            }
+            if let Some(name) = name {
+                self.personal_data(name, map);
+            }
+        }
+        Cow::Owned(copy)
+    }
+
+    /// Adds what was counted to `metrics`, once per label set.
+    pub fn flush(&self, metrics: &Metrics) {
+        let counts = self.counts.borrow();
+        for (name, n) in &counts.bots {
+            metrics.bots.with_label_values(&[name]).inc_by(*n);
+        }
+        for ((purpose, rollout), n) in &counts.consent {
+            metrics.consent_violations.with_label_values(&[purpose.as_str(), rollout]).inc_by(*n);
+        }
+        for (action, n) in &counts.personal {
+            metrics.personal_fields.with_label_values(&[action]).inc_by(*n);
+        }
+        for (result, n) in &counts.geo {
+            metrics.geo_lookups.with_label_values(&[result]).inc_by(*n);
+        }
+    }
+}
+
+/// The catalog name of an event as received, as the pipeline routes it.
+fn event_name(event: &Value) -> Option<&str> {
+    match event.get("type").and_then(Value::as_str)? {
+        "track" => event.get("event").and_then(Value::as_str),
+        "page" => Some("Page Viewed"),
+        "screen" => Some("Screen Viewed"),
+        _ => None,
+    }
+}
+
+fn remove_path(event: &mut Map<String, Value>, segments: &[String]) {
+    let Some((last, parents)) = segments.split_last() else { return };
+    let parent = parents.iter().try_fold(event, |map, s| map.get_mut(s.as_str())?.as_object_mut());
+    if let Some(parent) = parent {
+        parent.remove(last.as_str());
+    }
+}

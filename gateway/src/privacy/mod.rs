@@ -1,0 +1,145 @@
+//! Personal data handled at the edge, before anything reaches Kafka: the
+//! client IP kept, truncated, hashed or dropped per source; the catalog's
+//! personal fields hashed, redacted or encrypted per user; suppressed users
+//! refused; consent checked against each event's declared purpose.
+
+pub mod consent;
+pub mod crypto;
+pub mod personal;
+pub mod suppression;
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use crate::privacy::crypto::{CryptoError, UserKeys};
+use crate::privacy::suppression::{SuppressionError, SuppressionList};
+
+/// Outcome (and code) of an event whose user is on the suppression list.
+pub const SUPPRESSED: &str = "suppressed";
+
+/// Shortest `privacy.hash_key` accepted: HMAC-SHA256's block of security.
+pub const MIN_HASH_KEY_BYTES: usize = 32;
+
+/// `[privacy]`: the secrets and lists every source shares.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PrivacyConfig {
+    /// Key of `hash` fields and of IP hashes (at least 32 bytes). Keep it
+    /// secret and stable: changing it breaks joins across the change.
+    pub hash_key: Option<String>,
+    /// The IP-hash salt is derived from the key and the current period of
+    /// this many hours, so one address hashes alike within a period (daily
+    /// unique visitors) and differently across periods (no long profile).
+    pub ip_salt_rotation_hours: u64,
+    /// Directory of per-user encryption keys (`encrypt` fields); deleting a
+    /// user's file forgets them. Relative to the configuration file.
+    pub user_keys_dir: Option<PathBuf>,
+    /// File of suppressed `userId`s / `anonymousId`s, one a line; re-read on
+    /// change and on SIGHUP. Relative to the configuration file.
+    pub suppression_file: Option<PathBuf>,
+}
+
+impl Default for PrivacyConfig {
+    fn default() -> Self {
+        Self { hash_key: None, ip_salt_rotation_hours: 24, user_keys_dir: None, suppression_file: None }
+    }
+}
+
+/// What happens to the client IP once geo has used it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IpPolicy {
+    /// `context.ip` as resolved (the default, as before this setting).
+    #[default]
+    Keep,
+    /// The host part zeroed (last octet of IPv4, last 80 bits of IPv6).
+    Truncate,
+    /// `context.ip` removed; `context.ipHash` holds its keyed hash with the
+    /// period's salt.
+    Hash,
+    /// `context.ip` removed.
+    Drop,
+}
+
+/// A source's `[sources.privacy]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SourcePrivacy {
+    /// What happens to the client IP after geo.
+    pub ip: IpPolicy,
+    /// Apply the catalog's personal-data actions (on by default: the
+    /// catalog's owners declared them).
+    pub personal_data: bool,
+    /// Refuse events of suppressed users (on by default when a list exists).
+    pub suppression: bool,
+    /// Check consent against each event's purpose (off by default: backends
+    /// usually send no consent, and turning it on changes what is accepted).
+    pub consent: bool,
+}
+
+impl Default for SourcePrivacy {
+    fn default() -> Self {
+        Self { ip: IpPolicy::Keep, personal_data: true, suppression: true, consent: false }
+    }
+}
+
+/// Why the privacy settings cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PrivacyError {
+    /// The suppression list cannot be read.
+    #[error(transparent)]
+    Suppression(#[from] SuppressionError),
+    /// The user key directory cannot be used.
+    #[error(transparent)]
+    Keys(#[from] CryptoError),
+    /// A setting needs a hash key and none (or a short one) is configured.
+    #[error("privacy.hash_key: {0}")]
+    HashKey(String),
+}
+
+/// The shared secrets and lists, built once.
+#[derive(Debug)]
+pub struct Privacy {
+    /// Key of hashes.
+    pub hash_key: Option<Vec<u8>>,
+    /// Seconds per IP-salt period.
+    pub salt_period_secs: i64,
+    /// Per-user encryption keys.
+    pub keys: Option<UserKeys>,
+    /// Suppressed users.
+    pub suppressed: Option<SuppressionList>,
+}
+
+impl Privacy {
+    /// From `[privacy]`.
+    pub fn new(config: &PrivacyConfig) -> Result<Self, PrivacyError> {
+        let hash_key = config.hash_key.as_ref().map(|k| k.as_bytes().to_vec());
+        if hash_key.as_ref().is_some_and(|k| k.len() < MIN_HASH_KEY_BYTES) {
+            return Err(PrivacyError::HashKey(format!("needs at least {MIN_HASH_KEY_BYTES} bytes")));
+        }
+        let hours = i64::try_from(config.ip_salt_rotation_hours.max(1)).unwrap_or(24);
+        Ok(Self {
+            hash_key,
+            salt_period_secs: hours * 3600,
+            keys: config.user_keys_dir.as_deref().map(UserKeys::open).transpose()?,
+            suppressed: config.suppression_file.as_deref().map(SuppressionList::load).transpose()?,
+        })
+    }
+
+    /// The IP-hash salt of the period holding `unix_secs`.
+    pub fn ip_salt(&self, unix_secs: i64) -> Option<Vec<u8>> {
+        let key = self.hash_key.as_deref()?;
+        let period = unix_secs.div_euclid(self.salt_period_secs);
+        Some(crypto::keyed_hash(key, format!("ip-salt/{period}").as_bytes()).into_bytes())
+    }
+}
+
+/// `ip` with the salt of its period, shortened to 128 bits: enough to count
+/// distinct visitors, too short to be a lookup key across datasets.
+pub fn hash_ip(salt: &[u8], ip: IpAddr) -> String {
+    let mut hash = crypto::keyed_hash(salt, ip.to_string().as_bytes());
+    hash.truncate(32);
+    hash
+}

@@ -1,0 +1,170 @@
+//! Personal data as the catalog declares it, suppression and consent, end
+//! to end against a real Kafka broker. The test catalog (support/edge.rs)
+//! marks `Form Submitted` as serving `marketing`, with `properties.email`
+//! hashed, `properties.phone` redacted and `properties.full_name` encrypted.
+
+mod common;
+#[path = "support/edge.rs"]
+mod edge;
+#[path = "support/mmdb.rs"]
+mod mmdb;
+
+use common::{TestGateway, brokers, find, unique};
+use gateway::privacy::crypto::{self, UserKeys};
+use hmac::{Hmac, Mac};
+use serde_json::{Value, json};
+use sha2::Sha256;
+
+fn form(id: &str, user: &str, properties: Value) -> Value {
+    let mut properties = properties;
+    properties["form_id"] = json!("contact");
+    json!({"type": "track", "event": "Form Submitted", "messageId": id, "userId": user,
+           "context": {"consent": {"marketing": true}}, "properties": properties})
+}
+
+/// HMAC-SHA256 computed here, independently of the gateway's code.
+fn hmac_hex(text: &str) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(edge::HASH_KEY.as_bytes()).expect("key");
+    mac.update(text.as_bytes());
+    mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn landed(id: &str) -> Value {
+    let found = find(&brokers(), "web.tracking", id);
+    assert_eq!(found.len(), 1, "one record of {id}");
+    found[0].value.clone()
+}
+
+#[actix_web::test]
+async fn hashed_fields_join_and_redacted_fields_are_gone() {
+    let files = edge::files();
+    let gw = TestGateway::start(edge::config(&brokers(), &files)).await;
+    let (a, b, c) = (unique("pii"), unique("pii"), unique("pii"));
+    let email = format!("{}@example.com", unique("ada"));
+    // Two requests, two users, one address: the hashes must join.
+    let (status, answer) = gw
+        .post("/v1/batch", &json!({"batch": [form(&a, "u-1", json!({"email": email, "phone": "+49 30 1234"}))]}))
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    let batch = json!({"batch": [form(&b, "u-2", json!({"email": email})), form(&c, "u-3", json!({"email": "other@example.com"}))]});
+    let (status, _) = gw.post("/v1/batch", &batch).await;
+    assert_eq!(status, 200);
+    let (first, second, third) = (landed(&a), landed(&b), landed(&c));
+    assert_eq!(first["properties"]["email"], json!(hmac_hex(&email)), "keyed HMAC of the address");
+    assert_eq!(first["properties"]["email"], second["properties"]["email"], "same input, same hash");
+    assert_ne!(first["properties"]["email"], third["properties"]["email"]);
+    assert!(first["properties"].get("phone").is_none(), "redacted: {first}");
+    assert!(!first.to_string().contains(&email) && !first.to_string().contains("1234"));
+    let page = reqwest::get(format!("{}/catalog/", gw.url)).await.expect("catalog").text().await.expect("html");
+    assert!(page.contains("<code>properties.email</code>: hash"), "the catalog page shows personal fields");
+    assert!(page.contains("<dt>Purpose</dt><dd>marketing</dd>"));
+    gw.stop().await;
+}
+
+#[actix_web::test]
+async fn an_encrypted_field_decrypts_with_the_users_key_until_the_key_is_deleted() {
+    let files = edge::files();
+    let gw = TestGateway::start(edge::config(&brokers(), &files)).await;
+    let (id, user) = (unique("pii"), unique("user"));
+    let (status, answer) =
+        gw.post("/v1/batch", &json!({"batch": [form(&id, &user, json!({"full_name": "Ada Lovelace"}))]})).await;
+    assert_eq!(status, 200, "{answer}");
+    let record = landed(&id);
+    let sealed = record["properties"]["full_name"].as_str().expect("encrypted text").to_owned();
+    assert!(sealed.starts_with(crypto::ENCRYPTED_PREFIX) && !record.to_string().contains("Lovelace"));
+
+    let keys = UserKeys::open(&files.keys).expect("key store");
+    let key = keys.get(&user).expect("the user's key exists");
+    assert_eq!(crypto::decrypt(&key, &user, &sealed).expect("decrypts"), b"Ada Lovelace");
+
+    assert!(keys.forget(&user).expect("deleted"), "the key existed");
+    assert!(keys.get(&user).is_err(), "no key any more");
+    // Nothing left in the store opens it: the record in Kafka is unreadable.
+    for entry in std::fs::read_dir(&files.keys).expect("keys").flatten() {
+        let other: [u8; 32] = std::fs::read(entry.path()).expect("key").try_into().expect("32 bytes");
+        assert!(crypto::decrypt(&other, &user, &sealed).is_err());
+    }
+    gw.stop().await;
+}
+
+#[actix_web::test]
+async fn a_suppressed_users_events_are_answered_suppressed_and_never_produced() {
+    let files = edge::files();
+    let (erased, later, kept) = (unique("erased"), unique("later"), unique("kept"));
+    std::fs::write(&files.suppression, format!("# erasure requests\n{erased}\n")).expect("list");
+    let gw = TestGateway::start(edge::config(&brokers(), &files)).await;
+    let ids = [unique("sup"), unique("sup"), unique("sup")];
+    let batch = json!({"batch": [
+        form(&ids[0], &erased, json!({})),
+        {"type": "page", "messageId": ids[1], "userId": "someone", "anonymousId": erased,
+         "properties": {"url": "https://shop.example/", "path": "/"}},
+        form(&ids[2], &kept, json!({})),
+    ]});
+    let (status, answer) = gw.post("/v1/batch", &batch).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["suppressed"], 2, "{answer}");
+    assert_eq!(answer["events"][0]["status"], "suppressed");
+    assert_eq!(answer["events"][1]["status"], "suppressed", "by anonymousId too");
+    assert_eq!(answer["events"][2]["status"], "accepted");
+    assert_eq!(landed(&ids[2])["userId"], json!(kept));
+
+    // A user added to the file is suppressed once the change is noticed.
+    std::fs::write(&files.suppression, format!("{erased}\n{later}\n")).expect("list");
+    let stamp = std::time::SystemTime::now() + std::time::Duration::from_secs(3);
+    std::fs::File::options().write(true).open(&files.suppression).and_then(|f| f.set_modified(stamp)).expect("touch");
+    gw.state.edge.reload_changed();
+    let fourth = unique("sup");
+    let (_, answer) = gw.post("/v1/batch", &json!({"batch": [form(&fourth, &later, json!({}))]})).await;
+    assert_eq!(answer["events"][0]["status"], "suppressed", "{answer}");
+
+    for id in ids[..2].iter().chain([&fourth]) {
+        for topic in ["web.tracking", "eventgw.dead-letter"] {
+            assert!(find(&brokers(), topic, id).is_empty(), "{id} was produced to {topic}");
+        }
+    }
+    let metrics = reqwest::get(format!("{}/metrics", gw.url)).await.expect("metrics").text().await.expect("text");
+    assert!(metrics.contains("outcome=\"suppressed\""), "{metrics}");
+    gw.stop().await;
+}
+
+#[actix_web::test]
+async fn consent_is_checked_against_the_events_purpose_per_rollout() {
+    let files = edge::files();
+    let mut config = edge::config(&brokers(), &files);
+    config.sources[0].privacy.consent = true;
+    let gw = TestGateway::start(config).await;
+    let ids: Vec<String> = (0..5).map(|_| unique("consent")).collect();
+    let mut missing = form(&ids[0], "u-c", json!({}));
+    missing["context"] = json!({});
+    let granted = form(&ids[1], "u-c", json!({}));
+    let mut segment_denied = form(&ids[2], "u-c", json!({}));
+    segment_denied["context"] = json!({"consent": {"categoryPreferences": {"Marketing": false, "Analytics": true}}});
+    let mut rudder_granted = form(&ids[3], "u-c", json!({}));
+    rudder_granted["context"] = json!({"consentManagement": {"allowedConsentIds": ["marketing"]}});
+    // `Link Clicked` serves analytics under rollout `warn`: accepted, tagged.
+    let warned = json!({"type": "track", "event": "Link Clicked", "messageId": ids[4], "userId": "u-c",
+                        "properties": {"href": "https://x.example/"}});
+    let batch = json!({"batch": [missing, granted, segment_denied, rudder_granted, warned]});
+    let (status, answer) = gw.post("/v1/batch", &batch).await;
+    assert_eq!(status, 200, "{answer}");
+    let events = &answer["events"];
+    assert_eq!((events[0]["status"].as_str(), events[0]["code"].as_str()), (Some("invalid"), Some("consent_missing")));
+    assert_eq!(events[1]["status"], "accepted");
+    assert_eq!((events[2]["status"].as_str(), events[2]["code"].as_str()), (Some("invalid"), Some("consent_denied")));
+    assert_eq!(events[3]["status"], "accepted");
+    assert_eq!(events[4]["status"], "accepted", "{answer}");
+
+    let dead = find(&brokers(), "eventgw.dead-letter", &ids[0]);
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].headers["dead-letter-reason"], "consent_missing");
+    assert_eq!(dead[0].value["reason"], "consent_missing");
+    assert!(dead[0].value["message"].as_str().is_some_and(|m| m.contains("marketing")));
+    assert!(find(&brokers(), "web.tracking", &ids[0]).is_empty(), "not on the domain topic");
+    assert!(find(&brokers(), "web.tracking", &ids[4])[0].headers.contains_key("consent-warning"));
+    let metrics = reqwest::get(format!("{}/metrics", gw.url)).await.expect("metrics").text().await.expect("text");
+    assert!(
+        metrics.contains("eventgw_consent_violations_total{purpose=\"marketing\",rollout=\"enforce\"} 2"),
+        "{metrics}"
+    );
+    gw.stop().await;
+}
