@@ -71,7 +71,10 @@ impl Verdict {
     /// but accepted, except a duplicate of an accepted event.
     pub fn refuses_strict_batch(&self) -> bool {
         // A suppressed event is the user's wish honoured, not a refusal.
-        !matches!(self, Self::Accept(_) | Self::Duplicate { .. } | Self::Reject { code: crate::privacy::SUPPRESSED, .. })
+        !matches!(
+            self,
+            Self::Accept(_) | Self::Duplicate { .. } | Self::Reject { code: crate::privacy::SUPPRESSED, .. }
+        )
     }
 }
 
@@ -211,7 +214,10 @@ impl Admission<'_> {
             envelope::check_key(&route.key).map_err(|(code, message)| Refusal::dead(code, message))?;
             Ok(route)
         }) {
-            Ok(route) => match (clock::event_time(&event, self.sent_at, self.received_at), self.edge.consent(&route.name, &event)) {
+            Ok(route) => match (
+                clock::event_time(&event, self.sent_at, self.received_at),
+                self.edge.consent(&route.name, &event),
+            ) {
                 (Ok(time), Ok(consent_warning)) => self.accept(&route, &message_id, event, &time, consent_warning),
                 (Err(message), _) => self.dead_letter(&event, &message_id, "invalid_timestamp", message, Vec::new()),
                 (_, Err((code, message))) => self.dead_letter(&event, &message_id, code, message, Vec::new()),
