@@ -236,7 +236,11 @@ fn per_event(answer: Option<Answer>, count: usize, refused: bool) -> Vec<Status>
                 code: "batch_rejected".into(),
                 message: "refused with the rest of its batch (strict source)".into(),
             },
-            "accepted" if !refused => Status::Accepted { topic: event.topic },
+            // `spooled`: fsynced in the gateway's spool, replayed to its
+            // topic; `duplicate`: its `messageId` is already stored (a retry
+            // whose first answer was lost). Either way it is kept, once.
+            "accepted" | "spooled" if !refused => Status::Accepted { topic: event.topic },
+            "duplicate" if !refused => Status::Accepted { topic: None },
             "invalid" if !refused => Status::Invalid { topic: event.topic, code, message },
             _ => Status::Rejected { code, message },
         });

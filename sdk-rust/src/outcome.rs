@@ -15,7 +15,9 @@ pub struct Outcome {
 /// Where an event ended up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Status {
-    /// In Kafka on its domain topic (the gateway answered 200 for it).
+    /// Kept by the gateway (it answered 200 for it): in Kafka on its domain
+    /// topic, in the gateway's spool on its way there (`spooled`), or stored
+    /// already by an earlier attempt (`duplicate`, with no topic).
     Accepted {
         /// The topic it was produced to, when the gateway said.
         topic: Option<String>,

@@ -231,6 +231,20 @@ async fn invalid_events_are_reported_as_invalid() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn spooled_and_duplicate_events_count_as_sent_and_suppressed_as_rejected() {
+    let body = json!({"events": [
+        {"index": 0, "status": "spooled", "topic": "web.tracking"},
+        {"index": 1, "status": "duplicate", "code": "duplicate_message_id", "message": "stored already"},
+        {"index": 2, "status": "suppressed", "code": "user_suppressed", "message": "by their wish"}]});
+    let fake = Fake::new(vec![Reply::Status(200, None, body)]);
+    let client = start(builder(), &fake);
+    track_n(&client, 3).await;
+    let report = client.shutdown(Duration::from_secs(1)).await;
+    assert_eq!(report, Report { sent: 2, rejected: 1, ..Report::default() });
+    assert_eq!(fake.seen().len(), 1, "a 200 is never retried");
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_strict_refusal_rejects_every_event_of_the_batch() {
     let body = json!({"code": "batch_rejected", "message": "strict", "events": [
         {"index": 0, "status": "accepted"}, {"index": 1, "status": "rejected", "code": "unknown_event", "message": "?"}]});
