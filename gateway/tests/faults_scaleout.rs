@@ -217,9 +217,30 @@ fn assert_dedupe(r: &Reconciliation, f: Features) {
     }
 }
 
+/// How a rolling restart takes a gateway out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rolling {
+    /// SIGTERM only: the gateway's `/readyz` turns 503 and the balancer
+    /// notices within a check interval; what it sent meanwhile is served.
+    Signal,
+    /// The balancer first (runtime API `state drain`), wait until the
+    /// gateway has no open request, then SIGTERM; `ready` after the restart.
+    BalancerFirst,
+}
+
 #[actix_web::test]
 #[ignore = "starts a three-broker cluster, three gateways and HAProxy; run by scripts/faults"]
 async fn scaleout_rolling_restart_behind_the_balancer_loses_nothing() {
+    rolling_restart(Rolling::Signal).await;
+}
+
+#[actix_web::test]
+#[ignore = "starts a three-broker cluster, three gateways and HAProxy; run by scripts/faults"]
+async fn scaleout_rolling_restart_taken_out_at_the_balancer_first_sends_nothing_to_a_draining_gateway() {
+    rolling_restart(Rolling::BalancerFirst).await;
+}
+
+async fn rolling_restart(how: Rolling) {
     let mut top = Topology::start("rolling", &[]).await;
     let run = run_id("roll");
     let url = top.balancer.url();
@@ -233,6 +254,10 @@ async fn scaleout_rolling_restart_behind_the_balancer_loses_nothing() {
             sleep(Duration::from_secs(4)).await;
             for (i, gw) in gateways.iter_mut().enumerate() {
                 let server = format!("gw{}", i + 1);
+                if how == Rolling::BalancerFirst {
+                    balancer.set_state(&server, "drain").await;
+                    assert!(balancer.wait_idle(&server, Duration::from_secs(10)).await, "{server} idle");
+                }
                 let signalled = unix_now();
                 let (exit, seen_down) =
                     futures::join!(gw.terminate(), balancer.wait_state(&server, false, Duration::from_secs(20)));
@@ -240,6 +265,9 @@ async fn scaleout_rolling_restart_behind_the_balancer_loses_nothing() {
                 sleep(Duration::from_secs(1)).await;
                 let restarted = unix_now();
                 gw.spawn().await;
+                if how == Rolling::BalancerFirst {
+                    balancer.set_state(&server, "ready").await;
+                }
                 balancer.wait_state(&server, true, Duration::from_secs(30)).await;
                 outages.push(Outage { server, signalled, seen_down, restarted });
                 sleep(Duration::from_secs(2)).await;
@@ -248,40 +276,47 @@ async fn scaleout_rolling_restart_behind_the_balancer_loses_nothing() {
         })
         .await
     };
-    let mut r = settle(
-        &top,
-        &run,
-        (
+    let (title, file, how_text) = match how {
+        Rolling::Signal => (
             "Scale-out: rolling restart of every gateway behind HAProxy",
-            "Three gateways behind HAProxy, three brokers. 4 s into the load gateway 1 gets SIGTERM; once it \
-             exited it is started again 1 s later, and when the balancer sees it up again (two good `/readyz`) \
-             and 2 s passed, gateway 2 gets SIGTERM, then gateway 3.",
+            "70-scaleout-rolling-restart",
+            "gateway 1 gets SIGTERM (its `/readyz` turns `503 draining`; the balancer notices at its next check)",
         ),
-        &logs,
-        (healed, started),
-        dups,
-    )
-    .await;
+        Rolling::BalancerFirst => (
+            "Scale-out: rolling restart, each gateway taken out at the balancer first",
+            "71-scaleout-rolling-restart-balancer-first",
+            "the balancer is told to drain gateway 1 (runtime API `set server ... state drain`: no new request \
+             goes there), and once it has no open request it gets SIGTERM",
+        ),
+    };
+    let injected = format!(
+        "Three gateways behind HAProxy, three brokers. 4 s into the load {how_text}; once it exited it is started \
+         again 1 s later, and when the balancer sees it up again (two good `/readyz`) and 2 s passed, gateway 2 \
+         goes the same way, then gateway 3."
+    );
+    let mut r = settle(&top, &run, (title, &injected), &logs, (healed, started), dups).await;
     let log: Vec<Routed> = top.balancer.access_log().into_iter().filter(|x| x.sent_at >= started).collect();
     let mut after_down_total = 0;
+    let mut while_draining_total = 0;
     let mut failed_while_draining = 0;
     for o in &outages {
         let (before, after) = routed_during(&log, o);
         let not_ok = before.iter().filter(|x| x.status != 200).count();
         r.notes.push(format!(
             "{}: seen down by the balancer {:.2} s after SIGTERM; requests it sent there in between (the gateway \
-             draining): {} ({} not answered 200); after it saw it down until the restart: **{after}**.",
+             draining): **{}** ({} not answered 200); after it saw it down until the restart: **{after}**.",
             o.server,
             o.seen_down - o.signalled,
             before.len(),
             not_ok
         ));
         after_down_total += after;
+        while_draining_total += before.len();
         failed_while_draining += not_ok;
     }
     let exit_codes: Vec<String> = exits.iter().map(ToString::to_string).collect();
     r.notes.push(format!("Gateway exit statuses after SIGTERM: {}.", exit_codes.join(", ")));
-    r.write("70-scaleout-rolling-restart");
+    r.write(file);
     r.assert_no_loss();
     assert_dedupe(&r, top.features);
     assert_eq!(outages.len(), GATEWAYS as usize, "every gateway was restarted");
@@ -289,6 +324,9 @@ async fn scaleout_rolling_restart_behind_the_balancer_loses_nothing() {
     assert!(exits.iter().all(std::process::ExitStatus::success), "every gateway exits cleanly: {exit_codes:?}");
     if top.features.drain {
         assert_eq!(failed_while_draining, 0, "a draining gateway answered a request with something else than 200");
+    }
+    if how == Rolling::BalancerFirst {
+        assert_eq!(while_draining_total, 0, "the balancer sent requests to a gateway that was draining");
     }
     top.stop().await;
 }
@@ -342,7 +380,7 @@ async fn scaleout_gateway_kill9_behind_the_balancer_loses_nothing() {
         before.len(),
         before.iter().filter(|x| x.status != 200).count()
     ));
-    r.write("71-scaleout-gateway-kill9");
+    r.write("72-scaleout-gateway-kill9");
     r.assert_no_loss();
     assert_dedupe(&r, top.features);
     assert_eq!(after, 0, "the balancer sent requests to a gateway it had taken out");
@@ -382,7 +420,7 @@ async fn scaleout_broker_kill9_behind_the_balancer_loses_nothing() {
         dups,
     )
     .await;
-    r.write("72-scaleout-broker-kill9");
+    r.write("73-scaleout-broker-kill9");
     r.assert_no_loss();
     assert_dedupe(&r, top.features);
     top.stop().await;

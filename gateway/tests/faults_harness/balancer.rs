@@ -89,6 +89,34 @@ impl Balancer {
         Ok(answer)
     }
 
+    /// Sets a server's administrative state through the runtime API:
+    /// `drain` (no new requests, open ones finish) or `ready`.
+    pub async fn set_state(&self, server: &str, state: &str) {
+        let (me, command) = (self.clone(), format!("set server gateways/{server} state {state}"));
+        let answer = blocking(move || me.admin(&command)).await.expect("haproxy runtime API");
+        assert!(answer.trim().is_empty(), "haproxy refused `{state}` for {server}: {answer}");
+    }
+
+    /// Requests open on `server` right now (`scur` of `show stat`).
+    pub fn sessions(&self, server: &str) -> Option<u64> {
+        let stat = self.admin("show stat").ok()?;
+        let line = stat.lines().find(|l| l.starts_with(&format!("gateways,{server},")))?;
+        line.split(',').nth(4)?.parse().ok()
+    }
+
+    /// Waits until `server` has no open request; returns whether it got there.
+    pub async fn wait_idle(&self, server: &str, limit: Duration) -> bool {
+        let started = std::time::Instant::now();
+        while started.elapsed() < limit {
+            let (me, name) = (self.clone(), server.to_owned());
+            if blocking(move || me.sessions(&name)).await == Some(0) {
+                return true;
+            }
+            sleep(Duration::from_millis(20)).await;
+        }
+        false
+    }
+
     /// Each server's operational state: `gw1` → up (true) or not.
     pub fn servers_up(&self) -> Vec<(String, bool)> {
         let answer = self.admin("show servers state gateways").unwrap_or_default();
