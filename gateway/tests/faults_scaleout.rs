@@ -302,14 +302,23 @@ async fn rolling_restart(how: Rolling) {
     for o in &outages {
         let (before, after) = routed_during(&log, o);
         let not_ok = before.iter().filter(|x| x.status != 200).count();
-        r.notes.push(format!(
-            "{}: seen down by the balancer {:.2} s after SIGTERM; requests it sent there in between (the gateway \
-             draining): **{}** ({} not answered 200); after it saw it down until the restart: **{after}**.",
-            o.server,
-            o.seen_down - o.signalled,
-            before.len(),
-            not_ok
-        ));
+        r.notes.push(match how {
+            Rolling::Signal => format!(
+                "{}: seen down by the balancer {:.2} s after SIGTERM; requests it sent there in between (the \
+                 gateway draining, still serving): **{}** ({} not answered 200); after it saw it down until the \
+                 restart: **{after}**.",
+                o.server,
+                o.seen_down - o.signalled,
+                before.len(),
+                not_ok
+            ),
+            Rolling::BalancerFirst => format!(
+                "{}: out of the balancer (drain, no open request) before SIGTERM; requests it sent there from \
+                 SIGTERM until the restart (the gateway draining): **{}**.",
+                o.server,
+                before.len() + after
+            ),
+        });
         after_down_total += after;
         while_draining_total += before.len();
         failed_while_draining += not_ok;
