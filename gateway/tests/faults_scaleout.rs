@@ -217,6 +217,31 @@ fn assert_dedupe(r: &Reconciliation, f: Features) {
     }
 }
 
+/// Ingestion requests (`/v1/...`) the gateway at `url` answered, from its
+/// own `/metrics` (`eventgw_http_requests_total`); None once it stopped listening.
+async fn answered_ingest(client: &reqwest::Client, url: &str) -> Option<u64> {
+    let text = client.get(format!("{url}/metrics")).send().await.ok()?.text().await.ok()?;
+    let total = text
+        .lines()
+        .filter(|l| l.starts_with("eventgw_http_requests_total{") && l.contains("endpoint=\"/v1/"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>();
+    Some(total as u64)
+}
+
+/// The gateway's own count of ingestion requests it answered after the
+/// signal: scraped just before it and then every 100 ms until its listener
+/// closes (the end of the drain grace), the last scrape minus the first.
+async fn answered_while_draining(url: &str, before: Option<u64>) -> Option<u64> {
+    let client = reqwest::Client::builder().timeout(Duration::from_millis(500)).build().ok()?;
+    let mut last = None;
+    while let Some(n) = answered_ingest(&client, url).await {
+        last = Some(n);
+        sleep(Duration::from_millis(100)).await;
+    }
+    Some(last?.saturating_sub(before?))
+}
+
 /// How a rolling restart takes a gateway out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Rolling {
@@ -248,6 +273,7 @@ async fn rolling_restart(how: Rolling) {
     let dups = duplicate_answers();
     let mut outages = Vec::new();
     let mut exits = Vec::new();
+    let mut served_while_draining = Vec::new();
     let (logs, healed) = {
         let (gateways, balancer) = (&mut top.gateways, &top.balancer);
         clients(&run, &url, Duration::from_secs(34), async {
@@ -258,10 +284,16 @@ async fn rolling_restart(how: Rolling) {
                     balancer.set_state(&server, "drain").await;
                     assert!(balancer.wait_idle(&server, Duration::from_secs(10)).await, "{server} idle");
                 }
+                let gw_url = gw.url.clone();
+                let before = answered_ingest(&reqwest::Client::new(), &gw_url).await;
                 let signalled = unix_now();
-                let (exit, seen_down) =
-                    futures::join!(gw.terminate(), balancer.wait_state(&server, false, Duration::from_secs(20)));
+                let (exit, seen_down, served) = futures::join!(
+                    gw.terminate(),
+                    balancer.wait_state(&server, false, Duration::from_secs(20)),
+                    answered_while_draining(&gw_url, before)
+                );
                 exits.push(exit);
+                served_while_draining.push(served);
                 sleep(Duration::from_secs(1)).await;
                 let restarted = unix_now();
                 gw.spawn().await;
@@ -325,6 +357,15 @@ async fn rolling_restart(how: Rolling) {
     }
     let exit_codes: Vec<String> = exits.iter().map(ToString::to_string).collect();
     r.notes.push(format!("Gateway exit statuses after SIGTERM: {}.", exit_codes.join(", ")));
+    let served: Vec<String> = served_while_draining
+        .iter()
+        .map(|n| n.map_or("- (no drain grace: listener closed at once)".into(), |n| n.to_string()))
+        .collect();
+    r.notes.push(format!(
+        "The gateways' own count (`eventgw_http_requests_total` for `/v1/...`, scraped before SIGTERM and until \
+         the listener closed): ingestion requests answered while draining: {}.",
+        served.join(", ")
+    ));
     r.write(file);
     r.assert_no_loss();
     assert_dedupe(&r, top.features);
@@ -336,6 +377,10 @@ async fn rolling_restart(how: Rolling) {
     }
     if how == Rolling::BalancerFirst {
         assert_eq!(while_draining_total, 0, "the balancer sent requests to a gateway that was draining");
+        if top.features.drain {
+            let counted: u64 = served_while_draining.iter().flatten().sum();
+            assert_eq!(counted, 0, "a gateway counted requests it received while draining: {served:?}");
+        }
     }
     top.stop().await;
 }
@@ -405,17 +450,20 @@ async fn scaleout_broker_kill9_behind_the_balancer_loses_nothing() {
     let started = unix_now();
     let dups = duplicate_answers();
     let cluster = top.cluster.clone();
+    let mut restart_took = Duration::ZERO;
     let (logs, healed) = clients(&run, &url, Duration::from_secs(45), async {
         sleep(Duration::from_secs(5)).await;
         cluster.kill9(2).await;
         // KRaft fences a dead broker after broker.session.timeout.ms (9 s);
         // until then every partition whose ISR holds it waits (acks=all).
         sleep(Duration::from_secs(20)).await;
+        let restarting = Instant::now();
         cluster.start_node(2).await;
+        restart_took = restarting.elapsed();
         Instant::now()
     })
     .await;
-    let r = settle(
+    let mut r = settle(
         &top,
         &run,
         (
@@ -429,6 +477,11 @@ async fn scaleout_broker_kill9_behind_the_balancer_loses_nothing() {
         dups,
     )
     .await;
+    r.notes.push(format!(
+        "The restarted broker answered {:.1} s after its start began (the fault ends then: a first 200 after it \
+         needs the load to still run).",
+        restart_took.as_secs_f64()
+    ));
     r.write("73-scaleout-broker-kill9");
     r.assert_no_loss();
     assert_dedupe(&r, top.features);
@@ -516,8 +569,10 @@ async fn scaleout_source_quota_is_per_instance_measured_through_the_balancer() {
         ("per-instance rate = R/N, one gateway of three down", R / n, true),
     ] {
         let (rate, burst) = (per_instance.to_string(), per_instance.to_string());
-        let env =
-            [("EVENTGW__QUOTAS__SOURCE__PER_SECOND", rate.as_str()), ("EVENTGW__QUOTAS__SOURCE__BURST", burst.as_str())];
+        let env = [
+            ("EVENTGW__QUOTAS__SOURCE__PER_SECOND", rate.as_str()),
+            ("EVENTGW__QUOTAS__SOURCE__BURST", burst.as_str()),
+        ];
         let mut top = Topology::start("quota", &env).await;
         if down {
             top.gateways[2].kill9();
