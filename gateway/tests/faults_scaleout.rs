@@ -8,7 +8,8 @@
 //! than once must be 0; without it they are counted and reported. And the
 //! quota arithmetic across instances, measured through the balancer.
 //! Ports: brokers 29200-29208 (cluster `scaleout`, shared with
-//! scripts/scaleout), HAProxy 29245-29247, gateways 29255-29257, Redis 29260.
+//! scripts/scaleout), HAProxy 29245-29247, gateways 29255-29257, Redis 29260. The cluster is
+//! reused while it runs (scripts/faults sets SCALEOUT_KEEP_CLUSTER and stops it at the end).
 //! Long-running: `cargo test -p eventgw --test faults_scaleout -- --ignored --test-threads=1`.
 
 mod common;
@@ -80,8 +81,13 @@ struct Topology {
 impl Topology {
     async fn start(name: &str, extra: &[(&str, &str)]) -> Self {
         let cluster = Cluster::new("scaleout", 3, KAFKA_BASE);
-        // Idempotent: a cluster left running by the scenario before (or by scripts/scaleout) is reused.
-        assert!(cluster.run(&["start"]).await, "cluster scaleout starts");
+        // A cluster left running by the scenario before (scripts/faults keeps it) is reused; else a
+        // fresh one, so the read-back (every topic from its start) stays short.
+        if cluster.run(&["pid", "1"]).await {
+            assert!(cluster.run(&["start"]).await, "cluster scaleout starts");
+        } else {
+            cluster.start_fresh().await;
+        }
         let features = blocking(features).await;
         let mut env: Vec<(String, String)> = Vec::new();
         if features.dedupe {
