@@ -140,6 +140,22 @@ impl Topology {
     }
 }
 
+impl Drop for Topology {
+    fn drop(&mut self) {
+        // A failed scenario leaves no balancer or Redis behind (gateways and brokers stop by their own Drop).
+        if std::thread::panicking() {
+            let _ = Command::new(crate::common::repo_root().join("scripts/haproxy"))
+                .arg("stop")
+                .env("HAPROXY_INSTANCE", &self.balancer.instance)
+                .env("HAPROXY_PORT", self.balancer.port.to_string())
+                .status();
+            if self.features.dedupe {
+                redis("stop");
+            }
+        }
+    }
+}
+
 /// Retrying SDK users and beacon users side by side, through the balancer.
 async fn clients<F: std::future::Future<Output = Instant>>(
     run: &str,
