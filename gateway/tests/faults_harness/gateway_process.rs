@@ -40,6 +40,12 @@ impl GatewayProcess {
     /// (e.g. the `[spool]` section) for every run of the process.
     pub async fn start_with_env(name: &str, brokers: &str, replication: u16, extra: &[(&str, &str)]) -> Self {
         let port = TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
+        Self::start_on(name, port, brokers, replication, extra).await
+    }
+
+    /// As [`GatewayProcess::start_with_env`], on a given port (behind a
+    /// balancer whose configuration names it).
+    pub async fn start_on(name: &str, port: u16, brokers: &str, replication: u16, extra: &[(&str, &str)]) -> Self {
         let dir = std::env::temp_dir().join(format!("eventgw-faults-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");
         let config = dir.join("gateway.toml");
@@ -148,6 +154,22 @@ impl Drop for GatewayProcess {
     fn drop(&mut self) {
         self.kill9();
     }
+}
+
+/// Whether the gateway binary accepts these `EVENTGW__...` overrides (it
+/// refuses unknown keys at start-up): how a scenario learns whether the
+/// build it runs has a feature (e.g. `[dedupe]`) before relying on it.
+pub fn accepts_overrides(overrides: &[(&str, &str)]) -> bool {
+    let dev = crate::common::repo_root().join("gateway/config/dev.toml");
+    Command::new(gateway_bin())
+        .arg("check-config")
+        .arg("--config")
+        .arg(dev)
+        .envs(overrides.iter().copied())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// The process's high-water mark of resident memory (VmHWM), in KiB.

@@ -82,9 +82,22 @@ async fn send(client: &reqwest::Client, url: &str, body: &Value, events: usize) 
     let status = response.status().as_u16();
     let Ok(body) = response.json::<Value>().await else { return Answer::NoAnswer };
     if status == 200 {
-        assert_eq!(body["accepted"], events, "every event of the batch is accepted: {body}");
+        // With dedupe on, a retry of events already stored is answered `duplicate`.
+        let duplicate = body["duplicate"].as_u64().unwrap_or(0) as usize;
+        let accepted = body["accepted"].as_u64().unwrap_or(0) as usize;
+        assert_eq!(accepted + duplicate, events, "every event of the batch is accepted or a duplicate: {body}");
+        DUPLICATE_ANSWERS.fetch_add(duplicate, std::sync::atomic::Ordering::Relaxed);
     }
     Answer::Status(status)
+}
+
+/// Events answered `duplicate` (a retry of an id already stored) in 200s
+/// since the process started, by every client of this test process (one
+/// scenario per process under scripts/faults; read it before and after a run).
+pub static DUPLICATE_ANSWERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+pub fn duplicate_answers() -> usize {
+    DUPLICATE_ANSWERS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Runs the load against `url` (read each time, so a restarted gateway on

@@ -5,6 +5,7 @@
 //! `$FAULTS_REPORT_DIR` (scripts/faults assembles them).
 #![allow(dead_code, missing_docs)]
 
+pub mod balancer;
 pub mod cluster;
 pub mod gateway_process;
 pub mod load;
