@@ -6,13 +6,14 @@
 //! events.
 
 pub mod bots;
+pub mod cache;
 pub mod device;
 pub mod geo;
 pub mod request;
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use actix_web::HttpRequest;
@@ -104,11 +105,11 @@ pub struct Edge {
     pub parser: woothee::parser::Parser,
     /// Profiles by user agent (and client hints), shared across requests:
     /// most traffic comes from a few thousand distinct agents, and a parse
-    /// costs microseconds. Emptied when full, so memory stays bounded.
-    profiles: Mutex<HashMap<String, Arc<device::Profile>>>,
+    /// costs microseconds.
+    profiles: cache::BoundedCache<String, Arc<device::Profile>>,
 }
 
-/// Most profiles [`Edge`] keeps across requests.
+/// Profiles [`Edge`] keeps across requests, per cache generation.
 pub const MAX_CACHED_PROFILES: usize = 8192;
 
 impl std::fmt::Debug for Edge {
@@ -141,7 +142,7 @@ impl Edge {
             sources: ArcSwap::from_pointee(source_settings(config)),
             full_resolver,
             parser: woothee::parser::Parser::new(),
-            profiles: Mutex::new(HashMap::new()),
+            profiles: cache::BoundedCache::new(MAX_CACHED_PROFILES),
         })
     }
 
@@ -175,20 +176,14 @@ impl Edge {
     /// The profile of `agent` with the request's `hints`, parsed once per
     /// distinct pair while it stays in the cache.
     pub fn profile(&self, agent: &str, hints: Option<&device::ClientHints>) -> Arc<device::Profile> {
-        let key = match hints {
-            Some(hints) => format!("{agent}\n{}", hints.cache_key()),
-            None => agent.to_owned(),
-        };
-        if let Some(found) = self.profiles.lock().ok().and_then(|cache| cache.get(&key).cloned()) {
+        // Without hints the agent is the key: looked up without a copy.
+        let hinted = hints.map(|hints| format!("{agent}\n{}", hints.cache_key()));
+        let key = hinted.as_deref().unwrap_or(agent);
+        if let Some(found) = self.profiles.get(key) {
             return found;
         }
         let profile = Arc::new(device::profile(&self.parser, agent, hints));
-        if let Ok(mut cache) = self.profiles.lock() {
-            if cache.len() >= MAX_CACHED_PROFILES {
-                cache.clear();
-            }
-            cache.insert(key, Arc::clone(&profile));
-        }
+        self.profiles.insert(hinted.unwrap_or_else(|| agent.to_owned()), Arc::clone(&profile));
         profile
     }
 
