@@ -22,6 +22,7 @@ use serde::Deserialize;
 
 use crate::config::{Config, EnrichmentConfig};
 use crate::enrich::ClientResolver;
+use crate::privacy::suppression_topic::SuppressionTopic;
 use crate::privacy::{Privacy, PrivacyError, SourcePrivacy};
 
 /// How often replaced geo databases and suppression lists are noticed.
@@ -136,9 +137,14 @@ impl Edge {
             .enrichment
             .anonymize_ip
             .then(|| ClientResolver::new(&EnrichmentConfig { anonymize_ip: false, ..config.enrichment.clone() }));
+        let mut privacy = Privacy::new(&config.privacy)?;
+        if let Some(topic) = &config.privacy.suppression_topic {
+            let list = SuppressionTopic::follow(&config.kafka, topic).map_err(PrivacyError::from)?;
+            privacy.suppression_topic = Some(list);
+        }
         Ok(Self {
             geo: config.geo.as_ref().map(geo::GeoDb::open).transpose()?,
-            privacy: Privacy::new(&config.privacy)?,
+            privacy,
             sources: ArcSwap::from_pointee(source_settings(config)),
             full_resolver,
             parser: woothee::parser::Parser::new(),
@@ -162,6 +168,18 @@ impl Edge {
     /// A source's settings (defaults for a source the map does not know).
     pub fn source(&self, id: &str) -> Arc<SourceEdge> {
         self.sources.load().get(id).cloned().unwrap_or_default()
+    }
+
+    /// `Ok` when every list is complete: the suppression topic was read to
+    /// its end as of start-up (`/readyz` says why not).
+    pub fn ready(&self) -> Result<(), String> {
+        self.privacy.suppression_topic.as_ref().map_or(Ok(()), |t| t.ready())
+    }
+
+    /// `Ok` when events of `source` may be admitted: not before the
+    /// suppression topic is read, if the source applies suppression.
+    pub fn admits(&self, source: &str) -> Result<(), String> {
+        if self.source(source).privacy.suppression { self.ready() } else { Ok(()) }
     }
 
     /// The facts of `req` that enrichment needs beyond [`crate::enrich::ClientInfo`].

@@ -107,12 +107,13 @@ impl<'a> EdgeRequest<'a> {
 
     /// Whether the event's user is on the suppression list.
     pub fn suppressed(&self, event: &Map<String, Value>) -> bool {
-        let Some(list) = self.edge.privacy.suppressed.as_ref().filter(|_| self.settings.privacy.suppression) else {
+        let privacy = &self.edge.privacy;
+        if !self.settings.privacy.suppression || !privacy.suppresses() {
             return false;
-        };
+        }
         ["userId", "anonymousId"]
             .iter()
-            .any(|f| event.get(*f).and_then(Value::as_str).is_some_and(|id| list.contains(id)))
+            .any(|f| event.get(*f).and_then(Value::as_str).is_some_and(|id| privacy.is_suppressed(id)))
     }
 
     /// The consent check of event `name` under its rollout: `Ok` with an
