@@ -17,8 +17,8 @@ use std::net::IpAddr;
 use std::time::Instant;
 
 use gateway::enrich::ClientInfo;
-use gateway::enrichment::request::EdgeRequest;
 use gateway::enrichment::device::ClientHints;
+use gateway::enrichment::request::EdgeRequest;
 use gateway::enrichment::{BotPolicy, Edge, RequestFacts};
 use gateway::telemetry::Metrics;
 use serde_json::{Map, Value, json};

@@ -186,7 +186,10 @@ async fn an_in_event_write_key_reaches_no_record() {
     ], "writeKey": "demo-write-key"});
     let (status, answer) = gw.post("/v1/batch", &batch).await;
     assert_eq!(status, 200, "{answer}");
-    assert_eq!((answer["events"][0]["status"].as_str(), answer["events"][1]["status"].as_str()), (Some("accepted"), Some("invalid")));
+    assert_eq!(
+        (answer["events"][0]["status"].as_str(), answer["events"][1]["status"].as_str()),
+        (Some("accepted"), Some("invalid"))
+    );
     let domain = landed(&good);
     let dead = find(&brokers(), "eventgw.dead-letter", &bad);
     assert_eq!(dead.len(), 1, "the invalid event is dead-lettered");

@@ -62,9 +62,8 @@ impl SuppressionTopic {
             .set("group.id", "eventgw-suppression")
             .create()?;
         let weak = Arc::downgrade(&list);
-        let spawned = std::thread::Builder::new()
-            .name("eventgw-suppression".into())
-            .spawn(move || run(&consumer, &weak));
+        let spawned =
+            std::thread::Builder::new().name("eventgw-suppression".into()).spawn(move || run(&consumer, &weak));
         if let Err(error) = spawned {
             return Err(KafkaError::ClientCreation(format!("cannot start the suppression thread: {error}")));
         }
