@@ -212,6 +212,21 @@ fn suppress(topic: &str, id: &str, value: Option<&str>) {
     producer.flush(std::time::Duration::from_secs(30)).expect("acknowledged");
 }
 
+/// The topic's `cleanup.policy`, as the broker describes it.
+async fn cleanup_policy(topic: &str) -> String {
+    use rdkafka::admin::{AdminClient, AdminOptions, ResourceSpecifier};
+    let admin: AdminClient<rdkafka::client::DefaultClientContext> =
+        rdkafka::ClientConfig::new().set("bootstrap.servers", brokers()).create().expect("admin");
+    let described = admin
+        .describe_configs([&ResourceSpecifier::Topic(topic)], &AdminOptions::new())
+        .await
+        .expect("described")
+        .pop()
+        .expect("one resource")
+        .expect("the topic's config");
+    described.get("cleanup.policy").and_then(|e| e.value.clone()).expect("cleanup.policy")
+}
+
 /// Polls `/readyz` until it answers 200 (the suppression topic read).
 async fn wait_ready(gw: &TestGateway) -> Value {
     let mut last = Value::Null;
@@ -256,6 +271,8 @@ async fn users_suppressed_through_the_compacted_topic_are_refused_until_a_tombst
     gw.stop().await;
 
     assert!(gateway::privacy::suppression_topic::ensure_topic(&config.kafka, &topic).await.expect("created"));
+    assert_eq!(cleanup_policy(&topic).await, "compact", "created compacted");
+    assert!(!gateway::privacy::suppression_topic::ensure_topic(&config.kafka, &topic).await.expect("exists"));
     let (erased, kept, later) = (unique("erased"), unique("kept"), unique("later"));
     suppress(&topic, &erased, Some(r#"{"reason":"erasure request"}"#));
     let gw = TestGateway::start(config.clone()).await;
