@@ -65,7 +65,13 @@ async fn run(command: &str, config: Config, path: PathBuf) -> anyhow::Result<()>
         }
         "topics" => {
             let state = AppState::with_kafka(config)?;
-            let created = topics::ensure(&state.catalog, &state.config.kafka).await?;
+            let mut created = topics::ensure(&state.catalog, &state.config.kafka).await?;
+            if let Some(topic) = &state.config.privacy.suppression_topic {
+                let kafka = &state.config.kafka;
+                if gateway::privacy::suppression_topic::ensure_topic(kafka, topic).await? {
+                    created.push(format!("{topic} (compacted)"));
+                }
+            }
             println!("created {} topic(s): {}", created.len(), created.join(", "));
             Ok(())
         }

@@ -168,3 +168,153 @@ async fn consent_is_checked_against_the_events_purpose_per_rollout() {
     );
     gw.stop().await;
 }
+
+/// Segment's analytics-next copies the source's write key into every event
+/// it sends (`writeKey` beside `type` and `event`: its segmentio plugin,
+/// `packages/browser/src/plugins/segmentio/normalize.ts`). A write key is a
+/// secret: it must reach neither the domain topic nor the dead-letter one.
+#[actix_web::test]
+async fn an_in_event_write_key_reaches_no_record() {
+    let files = edge::files();
+    let gw = TestGateway::start(edge::config(&brokers(), &files)).await;
+    let (good, bad) = (unique("wk"), unique("wk"));
+    let batch = json!({"batch": [
+        {"type": "page", "messageId": good, "anonymousId": "a-1", "writeKey": "demo-write-key",
+         "properties": {"url": "https://shop.example/", "path": "/"}, "_metadata": {"bundled": ["Segment.io"]}},
+        {"type": "track", "event": "Payment Captured", "userId": "u1", "messageId": bad, "writeKey": "demo-write-key",
+         "properties": {"order_id": "o-1", "payment_id": "p-1", "amount": "lots", "currency": "EUR"}},
+    ], "writeKey": "demo-write-key"});
+    let (status, answer) = gw.post("/v1/batch", &batch).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        (answer["events"][0]["status"].as_str(), answer["events"][1]["status"].as_str()),
+        (Some("accepted"), Some("invalid"))
+    );
+    let domain = landed(&good);
+    let dead = find(&brokers(), "eventgw.dead-letter", &bad);
+    assert_eq!(dead.len(), 1, "the invalid event is dead-lettered");
+    for record in [&domain, &dead[0].value] {
+        assert!(!record.to_string().contains("demo-write-key"), "a write key reached Kafka: {record}");
+    }
+    gw.stop().await;
+}
+
+/// Produces one suppression record (`None`: a tombstone) and waits for its ack.
+fn suppress(topic: &str, id: &str, value: Option<&str>) {
+    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+    let producer: BaseProducer =
+        rdkafka::ClientConfig::new().set("bootstrap.servers", brokers()).create().expect("producer");
+    let mut record = BaseRecord::<str, str>::to(topic).key(id);
+    if let Some(value) = value {
+        record = record.payload(value);
+    }
+    producer.send(record).map_err(|(e, _)| e).expect("sent");
+    producer.flush(std::time::Duration::from_secs(30)).expect("acknowledged");
+}
+
+/// The topic's `cleanup.policy`, as the broker describes it.
+async fn cleanup_policy(topic: &str) -> String {
+    use rdkafka::admin::{AdminClient, AdminOptions, ResourceSpecifier};
+    let admin: AdminClient<rdkafka::client::DefaultClientContext> =
+        rdkafka::ClientConfig::new().set("bootstrap.servers", brokers()).create().expect("admin");
+    let described = admin
+        .describe_configs([&ResourceSpecifier::Topic(topic)], &AdminOptions::new())
+        .await
+        .expect("described")
+        .pop()
+        .expect("one resource")
+        .expect("the topic's config");
+    described.get("cleanup.policy").and_then(|e| e.value.clone()).expect("cleanup.policy")
+}
+
+/// Polls `/readyz` until it answers 200 (the suppression topic read).
+async fn wait_ready(gw: &TestGateway) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..240 {
+        let response = common::client().get(format!("{}/readyz", gw.url)).send().await.expect("readyz");
+        let (status, _, body) = common::answer(response).await;
+        if status == 200 {
+            return body;
+        }
+        last = body;
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    panic!("never ready: {last}");
+}
+
+fn page(id: &str, user: &str) -> Value {
+    json!({"type": "page", "messageId": id, "userId": user, "properties": {"url": "https://shop.example/", "path": "/"}})
+}
+
+async fn status_of(gw: &TestGateway, user: &str) -> (String, String) {
+    let id = unique("topic-sup");
+    let (status, answer) = gw.post("/v1/batch", &json!({"batch": [page(&id, user)]})).await;
+    assert_eq!(status, 200, "{answer}");
+    (answer["events"][0]["status"].as_str().unwrap_or_default().to_owned(), id)
+}
+
+#[actix_web::test]
+async fn users_suppressed_through_the_compacted_topic_are_refused_until_a_tombstone_lifts_it() {
+    let files = edge::files();
+    let topic = unique("privacy.suppressions");
+    let mut config = edge::config(&brokers(), &files);
+    config.privacy.suppression_topic = Some(topic.clone());
+    // Before the topic exists the list cannot be complete: not ready, and
+    // events are answered 503 (retried by SDKs) rather than let through.
+    let gw = TestGateway::start(config.clone()).await;
+    let response = common::client().get(format!("{}/readyz", gw.url)).send().await.expect("readyz");
+    let (status, _, body) = common::answer(response).await;
+    assert_eq!(status, 503, "{body}");
+    assert!(body.to_string().contains(&topic), "{body}");
+    let (status, answer) = gw.post("/v1/batch", &json!({"batch": [page(&unique("early"), "u-early")]})).await;
+    assert_eq!((status, answer["code"].as_str()), (503, Some("not_ready")), "{answer}");
+    gw.stop().await;
+
+    assert!(gateway::privacy::suppression_topic::ensure_topic(&config.kafka, &topic).await.expect("created"));
+    assert_eq!(cleanup_policy(&topic).await, "compact", "created compacted");
+    assert!(!gateway::privacy::suppression_topic::ensure_topic(&config.kafka, &topic).await.expect("exists"));
+    let (erased, kept, later) = (unique("erased"), unique("kept"), unique("later"));
+    suppress(&topic, &erased, Some(r#"{"reason":"erasure request"}"#));
+    let gw = TestGateway::start(config.clone()).await;
+    wait_ready(&gw).await;
+    let (status, suppressed_id) = status_of(&gw, &erased).await;
+    assert_eq!(status, "suppressed", "read from the topic at start-up");
+    let (status, kept_id) = status_of(&gw, &kept).await;
+    assert_eq!(status, "accepted");
+    assert_eq!(landed(&kept_id)["userId"], json!(kept));
+
+    // Followed afterwards: a new suppression, then a tombstone.
+    suppress(&topic, &later, Some("1"));
+    let mut attempts = 0;
+    while status_of(&gw, &later).await.0 != "suppressed" {
+        attempts += 1;
+        assert!(attempts < 240, "the new suppression never arrived");
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    suppress(&topic, &erased, None);
+    let mut lifted = None;
+    for _ in 0..240 {
+        let (status, id) = status_of(&gw, &erased).await;
+        if status == "accepted" {
+            lifted = Some(id);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    let lifted = lifted.expect("the tombstone lifted the suppression");
+    assert_eq!(landed(&lifted)["userId"], json!(erased));
+    gw.stop().await;
+
+    // A restarted gateway rebuilds the list from the compacted topic.
+    let gw = TestGateway::start(config).await;
+    wait_ready(&gw).await;
+    let (status, later_id) = status_of(&gw, &later).await;
+    assert_eq!(status, "suppressed", "still suppressed after a restart");
+    assert_eq!(status_of(&gw, &erased).await.0, "accepted", "the tombstone still holds after a restart");
+    for id in [&suppressed_id, &later_id] {
+        for topic in ["web.tracking", "eventgw.dead-letter"] {
+            assert!(find(&brokers(), topic, id).is_empty(), "{id} was produced to {topic}");
+        }
+    }
+    gw.stop().await;
+}

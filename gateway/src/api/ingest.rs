@@ -129,6 +129,7 @@ pub async fn ingest(
     endpoint: &'static str,
 ) -> Result<BatchAnswer, ApiError> {
     let source = &principal.source;
+    state.edge.admits(&source.id).map_err(ApiError::NotReady)?;
     let received_at = (state.clock)();
     let received_at_text = crate::pipeline::format_time(received_at);
     let schema_ids = state.schema_ids.load();

@@ -1,6 +1,8 @@
 //! Geo from the full client IP, in process, from MaxMind-format databases
 //! (`.mmdb`: GeoLite2/GeoIP2 City, and optionally a separate ASN one). The
 //! readers are swapped whole on reload, so a lookup never sees half a file.
+//! Places already looked up are cached with the readers that found them, so
+//! a reload drops them too: a cached place is never older than the database.
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -11,6 +13,8 @@ use arc_swap::ArcSwapOption;
 use maxminddb::Reader;
 use serde::Deserialize;
 use serde_json::{Map, Value};
+
+use super::cache::BoundedCache;
 
 /// `[geo]`.
 #[derive(Debug, Clone, Deserialize)]
@@ -70,9 +74,19 @@ struct Location<'a> {
     time_zone: Option<&'a str>,
 }
 
+/// One address's `context.geo`, shared by every event that carries it.
+pub type Place = Arc<Map<String, Value>>;
+
+/// Addresses whose place is cached per generation (see [`BoundedCache`]):
+/// a visitor sends several requests; at about half a kilobyte a place,
+/// both generations hold under 35 MB.
+pub const MAX_CACHED_PLACES: usize = 32_768;
+
 struct Readers {
     city: Reader<Vec<u8>>,
     asn: Option<Reader<Vec<u8>>>,
+    /// Places found in these databases, by address (`None`: not found).
+    places: BoundedCache<IpAddr, Option<Place>>,
 }
 
 /// The loaded databases and where they come from.
@@ -114,7 +128,8 @@ impl GeoDb {
         let stamps: Vec<_> = self.paths().into_iter().map(modified).collect();
         let city = open(&self.config.database)?;
         let asn = self.config.asn_database.as_deref().map(open).transpose()?;
-        self.readers.store(Some(Arc::new(Readers { city, asn })));
+        let places = BoundedCache::new(MAX_CACHED_PLACES);
+        self.readers.store(Some(Arc::new(Readers { city, asn, places })));
         if let Ok(mut seen) = self.seen.lock() {
             *seen = stamps;
         }
@@ -130,9 +145,21 @@ impl GeoDb {
 
     /// `{country, region, city, timeZone, asn, asOrganization}` for `ip`,
     /// with only the fields the databases know; `None` when they know none.
-    pub fn lookup(&self, ip: IpAddr) -> Option<Map<String, Value>> {
+    pub fn lookup(&self, ip: IpAddr) -> Option<Place> {
         let readers = self.readers.load();
         let readers = readers.as_deref()?;
+        if let Some(cached) = readers.places.get(&ip) {
+            return cached;
+        }
+        let place = readers.find(ip).map(Arc::new);
+        readers.places.insert(ip, place.clone());
+        place
+    }
+}
+
+impl Readers {
+    fn find(&self, ip: IpAddr) -> Option<Map<String, Value>> {
+        let readers = self;
         let mut out = Map::new();
         if let Some(record) = decode(&readers.city, ip) {
             put(&mut out, "country", record.country.as_ref().and_then(|c| c.iso_code));

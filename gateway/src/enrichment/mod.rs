@@ -6,13 +6,14 @@
 //! events.
 
 pub mod bots;
+pub mod cache;
 pub mod device;
 pub mod geo;
 pub mod request;
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use actix_web::HttpRequest;
@@ -21,6 +22,7 @@ use serde::Deserialize;
 
 use crate::config::{Config, EnrichmentConfig};
 use crate::enrich::ClientResolver;
+use crate::privacy::suppression_topic::SuppressionTopic;
 use crate::privacy::{Privacy, PrivacyError, SourcePrivacy};
 
 /// How often replaced geo databases and suppression lists are noticed.
@@ -104,11 +106,11 @@ pub struct Edge {
     pub parser: woothee::parser::Parser,
     /// Profiles by user agent (and client hints), shared across requests:
     /// most traffic comes from a few thousand distinct agents, and a parse
-    /// costs microseconds. Emptied when full, so memory stays bounded.
-    profiles: Mutex<HashMap<String, Arc<device::Profile>>>,
+    /// costs microseconds.
+    profiles: cache::BoundedCache<String, Arc<device::Profile>>,
 }
 
-/// Most profiles [`Edge`] keeps across requests.
+/// Profiles [`Edge`] keeps across requests, per cache generation.
 pub const MAX_CACHED_PROFILES: usize = 8192;
 
 impl std::fmt::Debug for Edge {
@@ -135,13 +137,18 @@ impl Edge {
             .enrichment
             .anonymize_ip
             .then(|| ClientResolver::new(&EnrichmentConfig { anonymize_ip: false, ..config.enrichment.clone() }));
+        let mut privacy = Privacy::new(&config.privacy)?;
+        if let Some(topic) = &config.privacy.suppression_topic {
+            let list = SuppressionTopic::follow(&config.kafka, topic).map_err(PrivacyError::from)?;
+            privacy.suppression_topic = Some(list);
+        }
         Ok(Self {
             geo: config.geo.as_ref().map(geo::GeoDb::open).transpose()?,
-            privacy: Privacy::new(&config.privacy)?,
+            privacy,
             sources: ArcSwap::from_pointee(source_settings(config)),
             full_resolver,
             parser: woothee::parser::Parser::new(),
-            profiles: Mutex::new(HashMap::new()),
+            profiles: cache::BoundedCache::new(MAX_CACHED_PROFILES),
         })
     }
 
@@ -163,6 +170,18 @@ impl Edge {
         self.sources.load().get(id).cloned().unwrap_or_default()
     }
 
+    /// `Ok` when every list is complete: the suppression topic was read to
+    /// its end as of start-up (`/readyz` says why not).
+    pub fn ready(&self) -> Result<(), String> {
+        self.privacy.suppression_topic.as_ref().map_or(Ok(()), |t| t.ready())
+    }
+
+    /// `Ok` when events of `source` may be admitted: not before the
+    /// suppression topic is read, if the source applies suppression.
+    pub fn admits(&self, source: &str) -> Result<(), String> {
+        if self.source(source).privacy.suppression { self.ready() } else { Ok(()) }
+    }
+
     /// The facts of `req` that enrichment needs beyond [`crate::enrich::ClientInfo`].
     pub fn facts(&self, req: &HttpRequest) -> RequestFacts {
         let hints = device::ClientHints::from_headers(req.headers());
@@ -175,20 +194,14 @@ impl Edge {
     /// The profile of `agent` with the request's `hints`, parsed once per
     /// distinct pair while it stays in the cache.
     pub fn profile(&self, agent: &str, hints: Option<&device::ClientHints>) -> Arc<device::Profile> {
-        let key = match hints {
-            Some(hints) => format!("{agent}\n{}", hints.cache_key()),
-            None => agent.to_owned(),
-        };
-        if let Some(found) = self.profiles.lock().ok().and_then(|cache| cache.get(&key).cloned()) {
+        // Without hints the agent is the key: looked up without a copy.
+        let hinted = hints.map(|hints| format!("{agent}\n{}", hints.cache_key()));
+        let key = hinted.as_deref().unwrap_or(agent);
+        if let Some(found) = self.profiles.get(key) {
             return found;
         }
         let profile = Arc::new(device::profile(&self.parser, agent, hints));
-        if let Ok(mut cache) = self.profiles.lock() {
-            if cache.len() >= MAX_CACHED_PROFILES {
-                cache.clear();
-            }
-            cache.insert(key, Arc::clone(&profile));
-        }
+        self.profiles.insert(hinted.unwrap_or_else(|| agent.to_owned()), Arc::clone(&profile));
         profile
     }
 

@@ -6,7 +6,6 @@
 use std::borrow::Cow;
 use std::cell::{OnceCell, RefCell};
 use std::net::IpAddr;
-use std::rc::Rc;
 use std::sync::Arc;
 
 use eventgw_schemas::{Catalog, PersonalAction, Rollout};
@@ -20,10 +19,6 @@ use crate::privacy::personal::PersonalData;
 use crate::privacy::{IpPolicy, hash_ip};
 use crate::sink::OutRecord;
 use crate::telemetry::Metrics;
-
-/// Distinct user agents (and addresses) one request caches; a batch from
-/// one device has one, a server SDK's batch a few.
-const MAX_CACHED: usize = 16;
 
 /// What one event's enrichment adds to its record besides the payload.
 #[derive(Debug, Default)]
@@ -49,7 +44,8 @@ struct Counts {
     bots: Vec<(&'static str, u64)>,
     consent: Vec<((String, &'static str), u64)>,
     personal: Vec<(&'static str, u64)>,
-    geo: Vec<(&'static str, u64)>,
+    /// Geo lookups found and not found (fixed: no allocation per request).
+    geo: [u64; 2],
 }
 
 fn bump<K: PartialEq>(counts: &mut Vec<(K, u64)>, key: K) {
@@ -59,8 +55,7 @@ fn bump<K: PartialEq>(counts: &mut Vec<(K, u64)>, key: K) {
     }
 }
 
-/// One address's `context.geo`, shared by the request's events.
-type Place = Rc<Map<String, Value>>;
+use super::geo::Place;
 
 /// Enrichment and privacy for the events of one request.
 pub struct EdgeRequest<'a> {
@@ -71,8 +66,11 @@ pub struct EdgeRequest<'a> {
     client: &'a ClientInfo,
     unix_secs: i64,
     salt: OnceCell<Option<Vec<u8>>>,
-    places: RefCell<Vec<(IpAddr, Option<Place>)>>,
-    agents: RefCell<Vec<(String, Arc<Profile>)>>,
+    /// The geo of the request's own address, looked up once for all its
+    /// events (other addresses go to the shared cache each time).
+    own_place: OnceCell<Option<Place>>,
+    /// The profile of the request's own user agent, likewise.
+    own_profile: OnceCell<Arc<Profile>>,
     personal: PersonalData<'a>,
     counts: RefCell<Counts>,
 }
@@ -100,8 +98,8 @@ impl<'a> EdgeRequest<'a> {
             client,
             unix_secs,
             salt: OnceCell::new(),
-            places: RefCell::default(),
-            agents: RefCell::default(),
+            own_place: OnceCell::new(),
+            own_profile: OnceCell::new(),
             personal,
             counts: RefCell::default(),
         }
@@ -109,12 +107,13 @@ impl<'a> EdgeRequest<'a> {
 
     /// Whether the event's user is on the suppression list.
     pub fn suppressed(&self, event: &Map<String, Value>) -> bool {
-        let Some(list) = self.edge.privacy.suppressed.as_ref().filter(|_| self.settings.privacy.suppression) else {
+        let privacy = &self.edge.privacy;
+        if !self.settings.privacy.suppression || !privacy.suppresses() {
             return false;
-        };
+        }
         ["userId", "anonymousId"]
             .iter()
-            .any(|f| event.get(*f).and_then(Value::as_str).is_some_and(|id| list.contains(id)))
+            .any(|f| event.get(*f).and_then(Value::as_str).is_some_and(|id| privacy.is_suppressed(id)))
     }
 
     /// The consent check of event `name` under its rollout: `Ok` with an
@@ -211,33 +210,28 @@ impl<'a> EdgeRequest<'a> {
         }
     }
 
-    /// The geo of `ip`, looked up once per request per address.
+    /// The geo of `ip`: the request's own address once per request, any
+    /// other (reported by a server SDK) from the shared cache. Counted per
+    /// event.
     fn place(&self, ip: IpAddr) -> Option<Place> {
-        if let Some((_, place)) = self.places.borrow().iter().find(|(a, _)| *a == ip) {
-            return place.clone();
-        }
-        let place = self.edge.geo.as_ref().and_then(|g| g.lookup(ip)).map(Rc::new);
-        bump(&mut self.counts.borrow_mut().geo, if place.is_some() { "found" } else { "not_found" });
-        let mut places = self.places.borrow_mut();
-        if places.len() < MAX_CACHED {
-            places.push((ip, place.clone()));
-        }
+        let geo = self.edge.geo.as_ref()?;
+        let place = if self.facts.full_ip.or(self.client.ip) == Some(ip) {
+            self.own_place.get_or_init(|| geo.lookup(ip)).clone()
+        } else {
+            geo.lookup(ip)
+        };
+        self.counts.borrow_mut().geo[usize::from(place.is_none())] += 1;
         place
     }
 
-    /// The profile of `agent`, parsed once per request per distinct agent.
+    /// The profile of `agent`: the request's own user agent (with its
+    /// client hints) once per request, any other from the shared cache.
     fn profile(&self, agent: &str) -> Arc<Profile> {
-        if let Some((_, profile)) = self.agents.borrow().iter().find(|(a, _)| a == agent) {
-            return Arc::clone(profile);
+        if self.client.user_agent.as_deref() == Some(agent) {
+            let own = || self.edge.profile(agent, self.facts.hints.as_ref());
+            return Arc::clone(self.own_profile.get_or_init(own));
         }
-        let own = self.client.user_agent.as_deref() == Some(agent);
-        let hints = self.facts.hints.as_ref().filter(|_| own);
-        let profile = self.edge.profile(agent, hints);
-        let mut agents = self.agents.borrow_mut();
-        if agents.len() < MAX_CACHED {
-            agents.push((agent.to_owned(), Arc::clone(&profile)));
-        }
-        profile
+        self.edge.profile(agent, None)
     }
 
     fn personal_data(&self, name: &str, event: &mut Map<String, Value>) {
@@ -299,8 +293,10 @@ impl<'a> EdgeRequest<'a> {
         for (action, n) in &counts.personal {
             metrics.personal_fields.with_label_values(&[action]).inc_by(*n);
         }
-        for (result, n) in &counts.geo {
-            metrics.geo_lookups.with_label_values(&[result]).inc_by(*n);
+        for (result, n) in ["found", "not_found"].into_iter().zip(counts.geo) {
+            if n > 0 {
+                metrics.geo_lookups.with_label_values(&[result]).inc_by(n);
+            }
         }
     }
 }

@@ -7,6 +7,7 @@ pub mod consent;
 pub mod crypto;
 pub mod personal;
 pub mod suppression;
+pub mod suppression_topic;
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -39,11 +40,20 @@ pub struct PrivacyConfig {
     /// File of suppressed `userId`s / `anonymousId`s, one a line; re-read on
     /// change and on SIGHUP. Relative to the configuration file.
     pub suppression_file: Option<PathBuf>,
+    /// A compacted topic of suppressed ids, followed from its beginning
+    /// (see [`suppression_topic`]); with the file, both lists apply.
+    pub suppression_topic: Option<String>,
 }
 
 impl Default for PrivacyConfig {
     fn default() -> Self {
-        Self { hash_key: None, ip_salt_rotation_hours: 24, user_keys_dir: None, suppression_file: None }
+        Self {
+            hash_key: None,
+            ip_salt_rotation_hours: 24,
+            user_keys_dir: None,
+            suppression_file: None,
+            suppression_topic: None,
+        }
     }
 }
 
@@ -94,6 +104,9 @@ pub enum PrivacyError {
     /// The user key directory cannot be used.
     #[error(transparent)]
     Keys(#[from] CryptoError),
+    /// The suppression topic's consumer cannot be created.
+    #[error("privacy.suppression_topic: {0}")]
+    SuppressionTopic(#[from] rdkafka::error::KafkaError),
     /// A setting needs a hash key and none (or a short one) is configured.
     #[error("privacy.hash_key: {0}")]
     HashKey(String),
@@ -108,8 +121,11 @@ pub struct Privacy {
     pub salt_period_secs: i64,
     /// Per-user encryption keys.
     pub keys: Option<UserKeys>,
-    /// Suppressed users.
+    /// Suppressed users, from the file.
     pub suppressed: Option<SuppressionList>,
+    /// Suppressed users, from the topic (set by [`crate::enrichment::Edge`],
+    /// which knows the brokers).
+    pub suppression_topic: Option<std::sync::Arc<suppression_topic::SuppressionTopic>>,
 }
 
 impl Privacy {
@@ -125,7 +141,19 @@ impl Privacy {
             salt_period_secs: hours * 3600,
             keys: config.user_keys_dir.as_deref().map(UserKeys::open).transpose()?,
             suppressed: config.suppression_file.as_deref().map(SuppressionList::load).transpose()?,
+            suppression_topic: None,
         })
+    }
+
+    /// Whether `id` is on either suppression list.
+    pub fn is_suppressed(&self, id: &str) -> bool {
+        self.suppressed.as_ref().is_some_and(|l| l.contains(id))
+            || self.suppression_topic.as_ref().is_some_and(|t| t.contains(id))
+    }
+
+    /// Whether any suppression list is configured.
+    pub fn suppresses(&self) -> bool {
+        self.suppressed.is_some() || self.suppression_topic.is_some()
     }
 
     /// The IP-hash salt of the period holding `unix_secs`.
