@@ -101,6 +101,12 @@ pub struct ServerConfig {
     /// How long a graceful shutdown waits for in-flight requests.
     #[serde(default = "default_shutdown_secs")]
     pub shutdown_timeout_secs: u64,
+    /// On SIGTERM, how long `/readyz` answers `503 draining` while every
+    /// other request is still served, before the listener closes: long
+    /// enough for load balancers' health checks to see it and stop
+    /// sending new connections here. 0 stops at once.
+    #[serde(default)]
+    pub drain_grace_secs: u64,
     /// A client must finish sending the request head within this (slow-loris).
     #[serde(default = "default_header_timeout_ms")]
     pub header_timeout_ms: u64,

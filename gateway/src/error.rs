@@ -150,6 +150,10 @@ pub enum ApiError {
     /// `/readyz`: not ready to take traffic.
     #[error("not ready: {0}")]
     NotReady(String),
+    /// `/readyz` once shutdown began: requests are still served for
+    /// `server.drain_grace_secs`, but new traffic should go elsewhere.
+    #[error("the gateway is shutting down; send new traffic to another instance")]
+    Draining,
 }
 
 /// The JSON body of every error answer.
@@ -210,6 +214,7 @@ impl ApiError {
             Self::Backpressure { .. } => "backpressure",
             Self::KafkaUnavailable { .. } => "kafka_unavailable",
             Self::NotReady(_) => "not_ready",
+            Self::Draining => "draining",
         }
     }
 
@@ -312,6 +317,7 @@ impl ResponseError for ApiError {
             Self::Backpressure { .. }
             | Self::KafkaUnavailable { .. }
             | Self::NotReady(_)
+            | Self::Draining
             | Self::BodyTimeout { .. } => StatusCode::SERVICE_UNAVAILABLE,
         }
     }

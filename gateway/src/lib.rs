@@ -57,6 +57,9 @@ pub struct AppState {
     /// Geo, device and bot enrichment; IP policy, personal data,
     /// suppression and consent.
     pub edge: Arc<enrichment::Edge>,
+    /// Set once shutdown began: `/readyz` answers `503 draining` so load
+    /// balancers move traffic away while requests are still served.
+    pub draining: std::sync::atomic::AtomicBool,
 }
 
 /// Why the gateway cannot start.
@@ -106,7 +109,13 @@ impl AppState {
             metrics: telemetry::Metrics::new(),
             schema_ids: arc_swap::ArcSwap::from_pointee(registry::SchemaIds::default()),
             edge,
+            draining: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Whether shutdown began (see [`server::drain`]).
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Swaps in the sources, write keys, JWT issuers and quotas of `config`

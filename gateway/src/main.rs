@@ -81,12 +81,47 @@ async fn serve(config: Config, path: PathBuf) -> anyhow::Result<()> {
     gateway::registry::start(&state).await?;
     let scheme = if tls.is_some() { "https" } else { "http" };
     tracing::info!(%listen, scheme, events = state.catalog.events().len(), "Gateway listening");
+    let signals = ShutdownSignals::listen()?;
     actix_web::rt::spawn(reload_on_sighup(Arc::clone(&state), path, tls.clone()));
-    gateway::server::serve_with_tls(Arc::clone(&state), listener, tls)?.await?;
+    let server = gateway::server::serve_with_tls(Arc::clone(&state), listener, tls)?;
+    actix_web::rt::spawn(signals.drain(Arc::clone(&state), server.handle()));
+    server.await?;
     tracing::info!("Server stopped; flushing the producer");
     state.sink.flush(Duration::from_secs(state.config.server.shutdown_timeout_secs)).map_err(anyhow::Error::msg)?;
     tracing::info!("Producer flushed; bye");
     Ok(())
+}
+
+/// SIGTERM and SIGINT: the first starts a drain, a second one during the
+/// drain grace cuts it short.
+struct ShutdownSignals {
+    terminate: tokio::signal::unix::Signal,
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl ShutdownSignals {
+    fn listen() -> anyhow::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let terminate = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
+        let interrupt = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
+        Ok(Self { terminate, interrupt })
+    }
+
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.terminate.recv() => "SIGTERM",
+            _ = self.interrupt.recv() => "SIGINT",
+        }
+    }
+
+    async fn drain(mut self, state: Arc<AppState>, server: actix_web::dev::ServerHandle) {
+        let signal = self.next().await;
+        tracing::info!(signal, "Shutting down");
+        let again = async move {
+            self.next().await;
+        };
+        gateway::server::drain(&state, &server, again).await;
+    }
 }
 
 /// SIGHUP re-reads the configuration file and swaps in its sources, write

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::body::{BodySize, BoxBody, MessageBody};
-use actix_web::dev::{Server, Service, ServiceRequest, ServiceResponse};
+use actix_web::dev::{Server, ServerHandle, Service, ServiceRequest, ServiceResponse};
 use actix_web::http::{Method, header};
 use actix_web::{App, HttpMessage, HttpResponse, HttpServer, ResponseError, web};
 use futures::future::{FutureExt, LocalBoxFuture, ready};
@@ -24,7 +24,8 @@ use crate::tls::CertificateStore;
 
 /// Starts serving on `listener`, over HTTPS when `[server.tls]` is set. The
 /// returned server runs when awaited (or spawned); its handle stops it
-/// gracefully, draining in-flight requests.
+/// gracefully, draining in-flight requests. It does not watch signals:
+/// the caller decides when to stop, through [`drain`].
 pub fn serve(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Server> {
     let tls =
         state.config.server.tls.as_ref().map(CertificateStore::load).transpose().map_err(std::io::Error::other)?;
@@ -70,13 +71,37 @@ pub fn serve_with_tls(
     .shutdown_timeout(shutdown)
     .client_request_timeout(header_timeout)
     .client_disconnect_timeout(Duration::from_secs(1))
-    .keep_alive(keep_alive);
+    .keep_alive(keep_alive)
+    // Signals start a drain (see `drain`), not actix's immediate stop.
+    .disable_signals();
     let server = match tls {
         Some(store) => server.listen_rustls_0_23(listener, store.server_config())?,
         // Plain HTTP also speaks HTTP/2 with prior knowledge (h2c).
         None => server.listen_auto_h2c(listener)?,
     };
     Ok(server.run())
+}
+
+/// Stops `server` in the order load balancers need: `/readyz` answers `503
+/// draining` (and `eventgw_ready` drops to 0) at once while every other
+/// request is still served for `server.drain_grace_secs`, or until `skip`
+/// resolves (a second signal); then the listener closes and in-flight
+/// requests get `server.shutdown_timeout_secs` to finish. Returns once the
+/// server stopped; flushing the producer is the caller's.
+pub async fn drain(state: &AppState, server: &ServerHandle, skip: impl std::future::Future<Output = ()>) {
+    state.draining.store(true, std::sync::atomic::Ordering::Relaxed);
+    state.metrics.ready.set(0);
+    let grace = Duration::from_secs(state.config.server.drain_grace_secs);
+    if !grace.is_zero() {
+        tracing::info!(grace_secs = grace.as_secs(), "Draining: /readyz answers 503, requests still served");
+        let sleep = actix_web::rt::time::sleep(grace);
+        futures::pin_mut!(sleep, skip);
+        if let futures::future::Either::Right(_) = futures::future::select(sleep, skip).await {
+            tracing::info!("Second signal: drain grace cut short");
+        }
+    }
+    tracing::info!("Closing the listener; in-flight requests finish");
+    server.stop(true).await;
 }
 
 /// Answers CORS preflights, grants CORS per source on answers, and counts

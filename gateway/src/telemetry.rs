@@ -28,7 +28,8 @@ pub struct Metrics {
     /// The queue depth past which requests get 503 backpressure, so an
     /// alert can compare the depth with it (gateway/ops/alerts.yml).
     pub queue_high_water: IntGauge,
-    /// 1 while `/readyz` would answer 200 (Kafka answers), else 0; set at scrape time.
+    /// 1 while `/readyz` would answer 200 (Kafka answers, not draining), else 0;
+    /// set at scrape time and to 0 when shutdown begins.
     pub ready: IntGauge,
     /// The local spool, read at scrape time (all zero when it is off).
     pub spool: SpoolMetrics,
@@ -162,7 +163,10 @@ impl Metrics {
             "eventgw_producer_queue_high_water",
             "Queue depth above which requests are refused with 503 backpressure.",
         );
-        let ready = gauge("eventgw_ready", "1 when Kafka answers a metadata request (what /readyz checks), else 0.");
+        let ready = gauge(
+            "eventgw_ready",
+            "1 when /readyz would answer 200 (Kafka answers a metadata request, not draining), else 0.",
+        );
         Self {
             registry,
             spool,

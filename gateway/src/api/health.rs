@@ -15,7 +15,11 @@ pub async fn healthz() -> HttpResponse {
 /// (it always is once the server runs: start-up refuses a broken catalog).
 /// With the spool on, the gateway stays ready while Kafka is away and the
 /// spool can take events, and says it is spooling (and how much it holds).
+/// Once shutdown began it answers `503 draining`, whatever Kafka says.
 pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    if state.is_draining() {
+        return Err(ApiError::Draining);
+    }
     state.sink.check_ready().await.map_err(ApiError::NotReady)?;
     let mut body = json!({"status": "ready", "events": state.catalog.events().len()});
     if let Some(spool) = state.sink.spool_status() {

@@ -10,7 +10,8 @@ pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
     state.metrics.queue_depth.set(state.sink.queue_depth());
     let high_water = state.config.kafka.backpressure_threshold();
     state.metrics.queue_high_water.set(i64::try_from(high_water).unwrap_or(i64::MAX));
-    state.metrics.ready.set(i64::from(state.sink.check_ready().await.is_ok()));
+    let ready = !state.is_draining() && state.sink.check_ready().await.is_ok();
+    state.metrics.ready.set(i64::from(ready));
     if let Some(spool) = state.sink.spool_status() {
         state.metrics.spool.observe(&spool);
     }
