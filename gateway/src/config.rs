@@ -47,6 +47,9 @@ pub struct Config {
     /// Hash key, user keys and suppression list shared by all sources.
     #[serde(default)]
     pub privacy: crate::privacy::PrivacyConfig,
+    /// The file this was read from, re-read on reload; not a key.
+    #[serde(skip)]
+    pub file: Option<PathBuf>,
 }
 
 /// The Schema Registry holding the catalog's schemas (`eventgw-catalog
@@ -448,6 +451,7 @@ impl Config {
         }
         config.resolve_edge_paths(base);
         config.check().map_err(|(key, problem)| fail(key, problem))?;
+        config.file = Some(path.to_path_buf());
         Ok(config)
     }
 

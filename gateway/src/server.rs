@@ -47,7 +47,6 @@ pub fn serve_with_tls(
     let (shutdown, max_connections) = (s.shutdown_timeout_secs, s.max_connections);
     let header_timeout = Duration::from_millis(s.header_timeout_ms);
     let keep_alive = Duration::from_secs(s.keep_alive_secs);
-    actix_web::rt::spawn(clean_quotas(Arc::clone(&state)));
     let site = crate::contracts::site::Site::for_catalog(&state.catalog, &state.config.catalog.dir);
     let data = web::Data::from(state);
     let server = HttpServer::new(move || {
@@ -239,19 +238,5 @@ impl MessageBody for HoldingBody {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Result<actix_web::web::Bytes, Self::Error>>> {
         std::pin::Pin::new(&mut self.body).poll_next(cx)
-    }
-}
-
-/// Drops idle limiter state now and then, so memory stays bounded however
-/// many distinct sources, subjects and addresses appear. Ends with the server.
-async fn clean_quotas(state: Arc<AppState>) {
-    let every = Duration::from_secs(state.config.quotas.cleanup_interval_secs.max(1));
-    let weak = Arc::downgrade(&state);
-    drop(state);
-    loop {
-        actix_web::rt::time::sleep(every).await;
-        let Some(state) = weak.upgrade() else { return };
-        let remaining = state.auth.load().quotas.cleanup();
-        tracing::debug!(remaining, "Quota state cleaned");
     }
 }
