@@ -109,17 +109,20 @@ async fn obey(
 pub async fn reload(state: &AppState, tls: Option<&CertificateStore>) {
     let Some(path) = state.config.file.as_deref() else {
         tracing::error!("Configuration reload refused: the gateway was not started from a file");
+        state.metrics.config_reloads.with_label_values(&["refused"]).inc();
         return;
     };
     let outcome =
         Config::load(path).map_err(|e| e.to_string()).and_then(|c| state.reload(&c).map_err(|e| e.to_string()));
     crate::registry::refresh(state).await;
+    let label = if outcome.is_ok() { "applied" } else { "refused" };
     match outcome {
         Ok(()) => tracing::info!(file = %path.display(), "Configuration reloaded: sources, keys, issuers and quotas"),
         Err(error) => {
             tracing::error!(file = %path.display(), %error, "Configuration reload refused; keeping the running one")
         }
     }
+    state.metrics.config_reloads.with_label_values(&[label]).inc();
     if let Some(store) = tls {
         let (cert, key) = (store.files().cert_file.display(), store.files().key_file.display());
         match store.reload() {
