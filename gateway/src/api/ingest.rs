@@ -9,7 +9,7 @@ use actix_web::{HttpMessage, HttpRequest, web};
 use serde_json::Value;
 
 use crate::AppState;
-use crate::api::outcome::{self, BatchAnswer};
+use crate::api::outcome::{self, BatchAnswer, EventStatus};
 use crate::auth::{self, AuthState, Authenticated, Principal};
 use crate::enrich::ClientInfo;
 use crate::error::ApiError;
@@ -180,9 +180,9 @@ fn count_events(state: &AppState, endpoint: &str, answer: &BatchAnswer) {
     let mut events: Vec<((&str, &str), u64)> = Vec::new();
     let mut dead: Vec<(&str, u64)> = Vec::new();
     for event in &answer.events {
-        let labels = (event.status, event.topic.as_deref().unwrap_or("none"));
+        let labels = (event.status.as_str(), event.topic.as_deref().unwrap_or("none"));
         bump(&mut events, labels);
-        if let ("invalid", Some(code)) = (event.status, event.code) {
+        if let (EventStatus::Invalid, Some(code)) = (event.status, event.code) {
             bump(&mut dead, code);
         }
     }
