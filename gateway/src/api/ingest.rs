@@ -64,10 +64,17 @@ pub async fn read_json(req: &HttpRequest, payload: web::Payload, state: &AppStat
     let limits = &state.config.limits;
     let server = &state.config.server;
     let deadline = Duration::from_millis(server.body_timeout_ms);
-    let raw = wire::read_body(req, payload, limits.max_body_bytes, deadline, server.retry_after_secs).await?;
-    let (body, gzip) = wire::decode(req, raw, limits.max_decompressed_bytes)?;
-    wire::check_media_type(req, gzip)?;
-    wire::parse(&body, limits.json())
+    let headers = req.headers();
+    let read = wire::read_body(headers, payload, limits.max_body_bytes, deadline, server.retry_after_secs);
+    let raw = read.await.map_err(|(error, unread)| {
+        if let Some(unread) = unread {
+            req.extensions_mut().insert(unread);
+        }
+        error
+    })?;
+    let (body, gzip) = wire::decode(headers, raw, limits.max_decompressed_bytes)?;
+    wire::check_media_type(headers, gzip)?;
+    Ok(wire::parse(&body, limits.json())?)
 }
 
 /// The principal, from every credential the request carries (see
