@@ -7,6 +7,7 @@ use actix_web::http::header::{CACHE_CONTROL, RETRY_AFTER};
 use actix_web::{HttpResponse, HttpResponseBuilder, ResponseError};
 use serde::Serialize;
 
+use crate::auth::AuthError;
 use crate::wire::WireError;
 
 /// Everything that stops a whole request.
@@ -15,14 +16,6 @@ pub enum ApiError {
     /// No write key in the Authorization header or the body.
     #[error("no credentials: send the write key as the HTTP Basic user name, or as `writeKey` in the body")]
     MissingCredentials,
-    /// The Authorization header could not be read.
-    #[error("the Authorization header is malformed: {0}")]
-    MalformedCredentials(&'static str),
-    /// No source has this write key. The message starts with "Invalid write
-    /// key" because RudderStack's v1 mobile SDKs look for those words in the
-    /// body to stop retrying instead of looping.
-    #[error("Invalid write key: no source has this write key")]
-    InvalidWriteKey,
     /// The `Authorization` header and a `writeKey` in the body or the URL
     /// name different sources (or one of them none): which one to trust is
     /// ambiguous, so neither is.
@@ -49,18 +42,12 @@ pub enum ApiError {
     /// A CORS preflight from an origin no source allows.
     #[error("origin `{0}` is not allowed by any source")]
     OriginNotAllowed(String),
-    /// A bearer token that does not verify.
-    #[error("{0}")]
-    Jwt(crate::auth::jwt::JwtError),
     /// Over a quota: retry after `Retry-After`.
     #[error("over the {} quota; retry after the delay in Retry-After", .0.scope)]
     QuotaExceeded(crate::quota::Denied),
     /// A batch larger than a quota's burst can never conform.
     #[error("the batch is larger than the {} quota's burst of {} events; send smaller batches", .0.scope, .0.rate.burst)]
     BatchExceedsQuota(crate::quota::Denied),
-    /// Too many failed authentications from this address.
-    #[error("too many failed authentications from this address; retry after the delay in Retry-After")]
-    AuthLockedOut(crate::quota::Denied),
     /// A pixel request without a decodable event.
     #[error("{0}")]
     InvalidPixel(String),
@@ -79,6 +66,12 @@ pub enum ApiError {
         /// Seconds for `Retry-After`.
         retry_after: u64,
     },
+    /// No endpoint at this path (also for a CORS preflight).
+    #[error("no such endpoint; see the README for the API")]
+    NotFound,
+    /// The endpoint takes another method; `Allow` says which.
+    #[error("this endpoint takes {0} (and OPTIONS for CORS)")]
+    MethodNotAllowed(&'static str),
     /// `/readyz`: not ready to take traffic.
     #[error("not ready: {0}")]
     NotReady(String),
@@ -86,6 +79,9 @@ pub enum ApiError {
     /// `server.drain_grace_secs`, but new traffic should go elsewhere.
     #[error("the gateway is shutting down; send new traffic to another instance")]
     Draining,
+    /// The credentials do not hold (see [`AuthError`]).
+    #[error(transparent)]
+    Auth(#[from] AuthError),
     /// The body could not be read or decoded (see [`WireError`]).
     #[error(transparent)]
     Wire(#[from] WireError),
@@ -107,6 +103,16 @@ struct RejectedBatch<'a> {
     code: &'a str,
     message: String,
     events: &'a [crate::api::EventOutcome],
+}
+
+/// The stable code of credentials the auth module refused.
+pub fn auth_code(error: &AuthError) -> &'static str {
+    match error {
+        AuthError::MalformedCredentials(_) => "malformed_credentials",
+        AuthError::InvalidWriteKey => "invalid_write_key",
+        AuthError::Jwt(e) => e.code(),
+        AuthError::LockedOut(_) => "too_many_auth_failures",
+    }
 }
 
 /// The stable code of a body the wire module refused.
@@ -140,21 +146,20 @@ impl ApiError {
     pub fn code(&self) -> &'static str {
         match self {
             Self::MissingCredentials => "missing_credentials",
-            Self::MalformedCredentials(_) => "malformed_credentials",
-            Self::InvalidWriteKey => "invalid_write_key",
             Self::ConflictingWriteKeys(_) => "conflicting_write_keys",
             Self::KeyNotAllowedInUrl => "key_not_allowed_in_url",
             Self::HeadersTooLarge { .. } => "headers_too_large",
             Self::BatchRejected(..) => "batch_rejected",
             Self::OriginNotAllowed(_) => "origin_not_allowed",
             Self::InvalidPixel(_) => "invalid_pixel",
-            Self::Jwt(e) => e.code(),
+            Self::Auth(e) => auth_code(e),
             Self::QuotaExceeded(_) => "quota_exceeded",
             Self::BatchExceedsQuota(_) => "batch_exceeds_quota",
-            Self::AuthLockedOut(_) => "too_many_auth_failures",
             Self::Backpressure { .. } => "backpressure",
             Self::KafkaUnavailable { .. } => "kafka_unavailable",
             Self::NotReady(_) => "not_ready",
+            Self::NotFound => "not_found",
+            Self::MethodNotAllowed(_) => "method_not_allowed",
             Self::Wire(e) => wire_code(e),
             Self::Draining => "draining",
         }
@@ -165,7 +170,7 @@ impl ApiError {
             Self::Backpressure { retry_after }
             | Self::KafkaUnavailable { retry_after, .. }
             | Self::Wire(WireError::BodyTimeout { retry_after, .. }) => Some(*retry_after),
-            Self::QuotaExceeded(denied) | Self::AuthLockedOut(denied) => {
+            Self::QuotaExceeded(denied) | Self::Auth(AuthError::LockedOut(denied)) => {
                 denied.retry_after.map(|d| d.as_secs() + u64::from(d.subsec_nanos() > 0)).map(|s| s.max(1))
             }
             _ => None,
@@ -175,7 +180,7 @@ impl ApiError {
     /// The IETF `RateLimit-Policy` and `RateLimit` headers of a quota refusal.
     fn rate_limit_headers(&self) -> Option<(String, String)> {
         let denied = match self {
-            Self::QuotaExceeded(d) | Self::AuthLockedOut(d) | Self::BatchExceedsQuota(d) => d,
+            Self::QuotaExceeded(d) | Self::Auth(AuthError::LockedOut(d)) | Self::BatchExceedsQuota(d) => d,
             _ => return None,
         };
         let policy = format!("\"{}\";q={};w={}", denied.scope, denied.rate.burst, denied.rate.window_secs());
@@ -202,6 +207,9 @@ impl ApiError {
             // analytics-next reads this (seconds) to time its retry after a 429.
             answer.insert_header(("X-RateLimit-Reset", seconds.to_string()));
         }
+        if let Self::MethodNotAllowed(allowed) = self {
+            answer.insert_header((actix_web::http::header::ALLOW, format!("{allowed}, OPTIONS")));
+        }
         if self.closes_connection() {
             answer.force_close();
         }
@@ -224,7 +232,7 @@ impl ApiError {
 
     fn rate_limit_reset(&self) -> Option<u64> {
         match self {
-            Self::QuotaExceeded(_) | Self::AuthLockedOut(_) => self.retry_after(),
+            Self::QuotaExceeded(_) | Self::Auth(AuthError::LockedOut(_)) => self.retry_after(),
             _ => None,
         }
     }
@@ -234,13 +242,11 @@ impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
         match self {
             Self::MissingCredentials
-            | Self::MalformedCredentials(_)
-            | Self::InvalidWriteKey
-            | Self::ConflictingWriteKeys(_)
-            | Self::Jwt(_) => StatusCode::UNAUTHORIZED,
+            | Self::Auth(AuthError::MalformedCredentials(_) | AuthError::InvalidWriteKey | AuthError::Jwt(_))
+            | Self::ConflictingWriteKeys(_) => StatusCode::UNAUTHORIZED,
             Self::KeyNotAllowedInUrl => StatusCode::FORBIDDEN,
             Self::HeadersTooLarge { .. } => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            Self::QuotaExceeded(_) | Self::AuthLockedOut(_) => StatusCode::TOO_MANY_REQUESTS,
+            Self::QuotaExceeded(_) | Self::Auth(AuthError::LockedOut(_)) => StatusCode::TOO_MANY_REQUESTS,
             Self::BatchExceedsQuota(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Wire(WireError::BodyTooLarge { .. })
             | Self::Wire(WireError::BatchTooLarge { .. })
@@ -261,6 +267,8 @@ impl ResponseError for ApiError {
             }
             Self::BatchRejected(..) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::OriginNotAllowed(_) => StatusCode::FORBIDDEN,
+            Self::NotFound => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             Self::Backpressure { .. }
             | Self::KafkaUnavailable { .. }
             | Self::NotReady(_)

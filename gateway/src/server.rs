@@ -19,7 +19,7 @@ use crate::AppState;
 use crate::api;
 use crate::auth::Authenticated;
 use crate::cors;
-use crate::error::{ApiError, ErrorBody, ErrorCode};
+use crate::error::{ApiError, ErrorCode};
 use crate::tls::CertificateStore;
 
 /// Starts serving on `listener`, over HTTPS when `[server.tls]` is set. The
@@ -199,12 +199,7 @@ fn get(paths: &[&str]) -> actix_web::Resource {
 }
 
 async fn method_not_allowed(allowed: &'static str) -> HttpResponse {
-    let message = format!("this endpoint takes {allowed} (and OPTIONS for CORS)");
-    let mut answer = HttpResponse::MethodNotAllowed()
-        .insert_header((header::ALLOW, format!("{allowed}, OPTIONS")))
-        .json(ErrorBody { code: "method_not_allowed", message });
-    answer.extensions_mut().insert(ErrorCode("method_not_allowed"));
-    answer
+    ApiError::MethodNotAllowed(allowed).error_response()
 }
 
 async fn not_found() -> HttpResponse {
@@ -212,10 +207,7 @@ async fn not_found() -> HttpResponse {
 }
 
 fn not_found_answer() -> HttpResponse {
-    let mut answer = HttpResponse::NotFound()
-        .json(ErrorBody { code: "not_found", message: "no such endpoint; see the README for the API".into() });
-    answer.extensions_mut().insert(ErrorCode("not_found"));
-    answer
+    ApiError::NotFound.error_response()
 }
 
 /// An answer's body that keeps the request's unread body stream alive

@@ -43,12 +43,12 @@ pub async fn open(req: &HttpRequest, state: &AppState) -> Result<Gate, ApiError>
     let auth = state.auth.load_full();
     auth.check_locked_out(client.ip)?;
     auth.quotas.check_request(client.ip).map_err(ApiError::QuotaExceeded)?;
-    let header = match auth::header_credentials(req) {
+    let header = match auth::header_credentials(req.headers()) {
         Ok(Some(credentials)) => Some(auth.authenticate(credentials).await.inspect_err(|_| failed(&auth, &client))?),
         Ok(None) => None,
         Err(e) => {
             failed(&auth, &client);
-            return Err(e);
+            return Err(e.into());
         }
     };
     let facts = state.edge.facts(req);
