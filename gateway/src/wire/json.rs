@@ -25,6 +25,13 @@ pub struct JsonLimits {
     pub max_string_bytes: usize,
 }
 
+impl crate::config::LimitsConfig {
+    /// The parser-level part (defined here so that `config` needs nothing of `wire`).
+    pub fn json(&self) -> JsonLimits {
+        JsonLimits { max_depth: self.max_json_depth, max_string_bytes: self.max_string_bytes }
+    }
+}
+
 /// Parses `body` as one JSON value under `limits`.
 pub fn parse(body: &[u8], limits: JsonLimits) -> Result<Value, WireError> {
     if let Err(e) = std::str::from_utf8(body) {
