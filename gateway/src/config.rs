@@ -8,6 +8,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+/// An address or CIDR range (`10.0.0.0/8`, `::1`), as `trusted_proxies` lists them.
+pub fn parse_net(text: &str) -> Option<ipnet::IpNet> {
+    text.parse::<ipnet::IpNet>().ok().or_else(|| text.parse::<std::net::IpAddr>().ok().map(ipnet::IpNet::from))
+}
+
 /// Prefix of environment overrides; `__` separates the key's segments.
 pub const ENV_PREFIX: &str = "EVENTGW__";
 
@@ -47,6 +52,9 @@ pub struct Config {
     /// Hash key, user keys and suppression list shared by all sources.
     #[serde(default)]
     pub privacy: crate::privacy::PrivacyConfig,
+    /// The file this was read from, re-read on reload; not a key.
+    #[serde(skip)]
+    pub file: Option<PathBuf>,
 }
 
 /// The Schema Registry holding the catalog's schemas (`eventgw-catalog
@@ -189,13 +197,6 @@ impl Default for LimitsConfig {
             max_json_depth: 32,
             max_string_bytes: 16 * 1024,
         }
-    }
-}
-
-impl LimitsConfig {
-    /// The parser-level part.
-    pub fn json(&self) -> crate::wire::JsonLimits {
-        crate::wire::JsonLimits { max_depth: self.max_json_depth, max_string_bytes: self.max_string_bytes }
     }
 }
 
@@ -448,6 +449,7 @@ impl Config {
         }
         config.resolve_edge_paths(base);
         config.check().map_err(|(key, problem)| fail(key, problem))?;
+        config.file = Some(path.to_path_buf());
         Ok(config)
     }
 
@@ -510,7 +512,7 @@ impl Config {
             }
         }
         for proxy in &self.enrichment.trusted_proxies {
-            if crate::enrich::parse_net(proxy).is_none() {
+            if parse_net(proxy).is_none() {
                 return Err(("enrichment.trusted_proxies", format!("`{proxy}` is not an IP address or CIDR range")));
             }
         }

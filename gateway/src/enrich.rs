@@ -33,10 +33,8 @@ pub struct ClientResolver {
     anonymize: bool,
 }
 
-/// An address or CIDR range (`10.0.0.0/8`, `::1`).
-pub fn parse_net(text: &str) -> Option<IpNet> {
-    text.parse::<IpNet>().ok().or_else(|| text.parse::<IpAddr>().ok().map(IpNet::from))
-}
+/// An address or CIDR range; defined beside the configuration that checks it.
+pub use crate::config::parse_net;
 
 impl ClientResolver {
     /// From configuration (already checked).

@@ -7,20 +7,15 @@ use actix_web::http::header::{CACHE_CONTROL, RETRY_AFTER};
 use actix_web::{HttpResponse, HttpResponseBuilder, ResponseError};
 use serde::Serialize;
 
+use crate::auth::AuthError;
+use crate::wire::WireError;
+
 /// Everything that stops a whole request.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     /// No write key in the Authorization header or the body.
     #[error("no credentials: send the write key as the HTTP Basic user name, or as `writeKey` in the body")]
     MissingCredentials,
-    /// The Authorization header could not be read.
-    #[error("the Authorization header is malformed: {0}")]
-    MalformedCredentials(&'static str),
-    /// No source has this write key. The message starts with "Invalid write
-    /// key" because RudderStack's v1 mobile SDKs look for those words in the
-    /// body to stop retrying instead of looping.
-    #[error("Invalid write key: no source has this write key")]
-    InvalidWriteKey,
     /// The `Authorization` header and a `writeKey` in the body or the URL
     /// name different sources (or one of them none): which one to trust is
     /// ambiguous, so neither is.
@@ -38,72 +33,8 @@ pub enum ApiError {
         /// The configured limit.
         limit: usize,
     },
-    /// The body is larger than `limits.max_body_bytes`.
-    #[error("the request body is larger than the limit of {limit} bytes")]
-    BodyTooLarge {
-        /// The configured limit.
-        limit: usize,
-    },
-    /// The batch holds more events than `limits.max_batch_events`.
-    #[error("the batch holds {count} events; at most {limit} are accepted per request")]
-    BatchTooLarge {
-        /// Events in the batch.
-        count: usize,
-        /// The configured limit.
-        limit: usize,
-    },
-    /// The body is not JSON.
-    #[error("the request body is not valid JSON: {0}")]
-    MalformedJson(String),
-    /// The body is not UTF-8; the number is the offset of the first bad byte.
-    #[error("the request body is not UTF-8 (first invalid byte at offset {0})")]
-    InvalidUtf8(usize),
-    /// An object repeats a key; which value wins is ambiguous, so neither does.
-    #[error("the request body repeats a key: {0}")]
-    DuplicateKey(String),
-    /// A `\u` escape that is a lone surrogate (not a character).
-    #[error("the request body has an invalid unicode escape: {0}")]
-    InvalidUnicodeEscape(String),
-    /// A number no consumer can represent.
-    #[error("the request body has a number out of range: {0}")]
-    NumberOutOfRange(String),
-    /// Objects and arrays nested deeper than `limits.max_json_depth`.
-    #[error("the request body nests objects and arrays deeper than {limit} levels")]
-    TooDeep {
-        /// The configured limit.
-        limit: usize,
-    },
-    /// A string longer than `limits.max_string_bytes`.
-    #[error("the request body has a string longer than {limit} bytes")]
-    StringTooLong {
-        /// The configured limit.
-        limit: usize,
-    },
-    /// Inflating the gzip body passed `limits.max_decompressed_bytes`.
-    #[error("the decompressed request body is larger than the limit of {limit} bytes")]
-    DecompressedTooLarge {
-        /// The configured limit.
-        limit: usize,
-    },
-    /// The body claimed gzip but is not a valid gzip stream.
-    #[error("the request body is not valid gzip: {0}")]
-    MalformedGzip(String),
-    /// A `Content-Type` other than JSON or `text/plain`.
-    #[error("content type `{0}` is not accepted; send application/json or text/plain")]
-    UnsupportedMediaType(String),
-    /// A `Content-Encoding` other than gzip.
-    #[error("content encoding `{0}` is not accepted; send gzip or no encoding")]
-    UnsupportedEncoding(String),
     /// The client did not finish sending the body in time. Answered 503,
     /// not 408: most SDKs drop a batch on a 4xx other than 429 but retry a
-    /// 5xx, and a stalled upload is worth retrying.
-    #[error("the request body did not arrive within {seconds} s; retry after the delay in Retry-After")]
-    BodyTimeout {
-        /// The configured deadline.
-        seconds: f64,
-        /// Seconds for `Retry-After`.
-        retry_after: u64,
-    },
     /// The source is strict and at least one event would not be accepted:
     /// nothing of the batch is produced.
     #[error("the source is strict and {0} event(s) would not be accepted; nothing was produced")]
@@ -111,27 +42,15 @@ pub enum ApiError {
     /// A CORS preflight from an origin no source allows.
     #[error("origin `{0}` is not allowed by any source")]
     OriginNotAllowed(String),
-    /// A bearer token that does not verify.
-    #[error("{0}")]
-    Jwt(crate::auth::jwt::JwtError),
     /// Over a quota: retry after `Retry-After`.
     #[error("over the {} quota; retry after the delay in Retry-After", .0.scope)]
     QuotaExceeded(crate::quota::Denied),
     /// A batch larger than a quota's burst can never conform.
     #[error("the batch is larger than the {} quota's burst of {} events; send smaller batches", .0.scope, .0.rate.burst)]
     BatchExceedsQuota(crate::quota::Denied),
-    /// Too many failed authentications from this address.
-    #[error("too many failed authentications from this address; retry after the delay in Retry-After")]
-    AuthLockedOut(crate::quota::Denied),
     /// A pixel request without a decodable event.
     #[error("{0}")]
     InvalidPixel(String),
-    /// The body is JSON but not the shape the endpoint takes.
-    #[error("{0}")]
-    InvalidBody(String),
-    /// The client stopped sending or the connection broke mid-body.
-    #[error("the request body could not be read: {0}")]
-    BodyRead(String),
     /// The producer's bounded queue is full: Kafka is slower than the input.
     #[error("the gateway is at capacity; retry after the delay in Retry-After")]
     Backpressure {
@@ -147,6 +66,12 @@ pub enum ApiError {
         /// Seconds for `Retry-After`.
         retry_after: u64,
     },
+    /// No endpoint at this path (also for a CORS preflight).
+    #[error("no such endpoint; see the README for the API")]
+    NotFound,
+    /// The endpoint takes another method; `Allow` says which.
+    #[error("this endpoint takes {0} (and OPTIONS for CORS)")]
+    MethodNotAllowed(&'static str),
     /// `/readyz`: not ready to take traffic.
     #[error("not ready: {0}")]
     NotReady(String),
@@ -154,6 +79,12 @@ pub enum ApiError {
     /// `server.drain_grace_secs`, but new traffic should go elsewhere.
     #[error("the gateway is shutting down; send new traffic to another instance")]
     Draining,
+    /// The credentials do not hold (see [`AuthError`]).
+    #[error(transparent)]
+    Auth(#[from] AuthError),
+    /// The body could not be read or decoded (see [`WireError`]).
+    #[error(transparent)]
+    Wire(#[from] WireError),
 }
 
 /// The JSON body of every error answer.
@@ -174,6 +105,38 @@ struct RejectedBatch<'a> {
     events: &'a [crate::api::EventOutcome],
 }
 
+/// The stable code of credentials the auth module refused.
+pub fn auth_code(error: &AuthError) -> &'static str {
+    match error {
+        AuthError::MalformedCredentials(_) => "malformed_credentials",
+        AuthError::InvalidWriteKey => "invalid_write_key",
+        AuthError::Jwt(e) => e.code(),
+        AuthError::LockedOut(_) => "too_many_auth_failures",
+    }
+}
+
+/// The stable code of a body the wire module refused.
+pub fn wire_code(error: &WireError) -> &'static str {
+    match error {
+        WireError::BodyTooLarge { .. } => "body_too_large",
+        WireError::BatchTooLarge { .. } => "batch_too_large",
+        WireError::MalformedJson(_) => "malformed_json",
+        WireError::InvalidUtf8(_) => "invalid_utf8",
+        WireError::DuplicateKey(_) => "duplicate_key",
+        WireError::InvalidUnicodeEscape(_) => "invalid_unicode_escape",
+        WireError::NumberOutOfRange(_) => "number_out_of_range",
+        WireError::TooDeep { .. } => "json_too_deep",
+        WireError::StringTooLong { .. } => "string_too_long",
+        WireError::DecompressedTooLarge { .. } => "decompressed_too_large",
+        WireError::MalformedGzip(_) => "malformed_gzip",
+        WireError::UnsupportedMediaType(_) => "unsupported_media_type",
+        WireError::UnsupportedEncoding(_) => "unsupported_encoding",
+        WireError::BodyTimeout { .. } => "body_timeout",
+        WireError::InvalidBody(_) => "invalid_body",
+        WireError::BodyRead(_) => "body_read_failed",
+    }
+}
+
 /// Left on error responses so the metrics middleware can count by code.
 #[derive(Debug, Clone, Copy)]
 pub struct ErrorCode(pub &'static str);
@@ -183,37 +146,21 @@ impl ApiError {
     pub fn code(&self) -> &'static str {
         match self {
             Self::MissingCredentials => "missing_credentials",
-            Self::MalformedCredentials(_) => "malformed_credentials",
-            Self::InvalidWriteKey => "invalid_write_key",
             Self::ConflictingWriteKeys(_) => "conflicting_write_keys",
             Self::KeyNotAllowedInUrl => "key_not_allowed_in_url",
             Self::HeadersTooLarge { .. } => "headers_too_large",
-            Self::BodyTooLarge { .. } => "body_too_large",
-            Self::BatchTooLarge { .. } => "batch_too_large",
-            Self::MalformedJson(_) => "malformed_json",
-            Self::InvalidUtf8(_) => "invalid_utf8",
-            Self::DuplicateKey(_) => "duplicate_key",
-            Self::InvalidUnicodeEscape(_) => "invalid_unicode_escape",
-            Self::NumberOutOfRange(_) => "number_out_of_range",
-            Self::TooDeep { .. } => "json_too_deep",
-            Self::StringTooLong { .. } => "string_too_long",
-            Self::DecompressedTooLarge { .. } => "decompressed_too_large",
-            Self::MalformedGzip(_) => "malformed_gzip",
-            Self::UnsupportedMediaType(_) => "unsupported_media_type",
-            Self::UnsupportedEncoding(_) => "unsupported_encoding",
-            Self::BodyTimeout { .. } => "body_timeout",
             Self::BatchRejected(..) => "batch_rejected",
             Self::OriginNotAllowed(_) => "origin_not_allowed",
             Self::InvalidPixel(_) => "invalid_pixel",
-            Self::Jwt(e) => e.code(),
+            Self::Auth(e) => auth_code(e),
             Self::QuotaExceeded(_) => "quota_exceeded",
             Self::BatchExceedsQuota(_) => "batch_exceeds_quota",
-            Self::AuthLockedOut(_) => "too_many_auth_failures",
-            Self::InvalidBody(_) => "invalid_body",
-            Self::BodyRead(_) => "body_read_failed",
             Self::Backpressure { .. } => "backpressure",
             Self::KafkaUnavailable { .. } => "kafka_unavailable",
             Self::NotReady(_) => "not_ready",
+            Self::NotFound => "not_found",
+            Self::MethodNotAllowed(_) => "method_not_allowed",
+            Self::Wire(e) => wire_code(e),
             Self::Draining => "draining",
         }
     }
@@ -222,8 +169,8 @@ impl ApiError {
         match self {
             Self::Backpressure { retry_after }
             | Self::KafkaUnavailable { retry_after, .. }
-            | Self::BodyTimeout { retry_after, .. } => Some(*retry_after),
-            Self::QuotaExceeded(denied) | Self::AuthLockedOut(denied) => {
+            | Self::Wire(WireError::BodyTimeout { retry_after, .. }) => Some(*retry_after),
+            Self::QuotaExceeded(denied) | Self::Auth(AuthError::LockedOut(denied)) => {
                 denied.retry_after.map(|d| d.as_secs() + u64::from(d.subsec_nanos() > 0)).map(|s| s.max(1))
             }
             _ => None,
@@ -233,7 +180,7 @@ impl ApiError {
     /// The IETF `RateLimit-Policy` and `RateLimit` headers of a quota refusal.
     fn rate_limit_headers(&self) -> Option<(String, String)> {
         let denied = match self {
-            Self::QuotaExceeded(d) | Self::AuthLockedOut(d) | Self::BatchExceedsQuota(d) => d,
+            Self::QuotaExceeded(d) | Self::Auth(AuthError::LockedOut(d)) | Self::BatchExceedsQuota(d) => d,
             _ => return None,
         };
         let policy = format!("\"{}\";q={};w={}", denied.scope, denied.rate.burst, denied.rate.window_secs());
@@ -260,6 +207,9 @@ impl ApiError {
             // analytics-next reads this (seconds) to time its retry after a 429.
             answer.insert_header(("X-RateLimit-Reset", seconds.to_string()));
         }
+        if let Self::MethodNotAllowed(allowed) = self {
+            answer.insert_header((actix_web::http::header::ALLOW, format!("{allowed}, OPTIONS")));
+        }
         if self.closes_connection() {
             answer.force_close();
         }
@@ -273,13 +223,16 @@ impl ApiError {
     fn closes_connection(&self) -> bool {
         matches!(
             self,
-            Self::BodyTimeout { .. } | Self::BodyRead(_) | Self::BodyTooLarge { .. } | Self::HeadersTooLarge { .. }
+            Self::Wire(WireError::BodyTimeout { .. })
+                | Self::Wire(WireError::BodyRead(_))
+                | Self::Wire(WireError::BodyTooLarge { .. })
+                | Self::HeadersTooLarge { .. }
         )
     }
 
     fn rate_limit_reset(&self) -> Option<u64> {
         match self {
-            Self::QuotaExceeded(_) | Self::AuthLockedOut(_) => self.retry_after(),
+            Self::QuotaExceeded(_) | Self::Auth(AuthError::LockedOut(_)) => self.retry_after(),
             _ => None,
         }
     }
@@ -289,36 +242,38 @@ impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
         match self {
             Self::MissingCredentials
-            | Self::MalformedCredentials(_)
-            | Self::InvalidWriteKey
-            | Self::ConflictingWriteKeys(_)
-            | Self::Jwt(_) => StatusCode::UNAUTHORIZED,
+            | Self::Auth(AuthError::MalformedCredentials(_) | AuthError::InvalidWriteKey | AuthError::Jwt(_))
+            | Self::ConflictingWriteKeys(_) => StatusCode::UNAUTHORIZED,
             Self::KeyNotAllowedInUrl => StatusCode::FORBIDDEN,
             Self::HeadersTooLarge { .. } => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            Self::QuotaExceeded(_) | Self::AuthLockedOut(_) => StatusCode::TOO_MANY_REQUESTS,
+            Self::QuotaExceeded(_) | Self::Auth(AuthError::LockedOut(_)) => StatusCode::TOO_MANY_REQUESTS,
             Self::BatchExceedsQuota(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::BodyTooLarge { .. } | Self::BatchTooLarge { .. } | Self::DecompressedTooLarge { .. } => {
-                StatusCode::PAYLOAD_TOO_LARGE
-            }
-            Self::MalformedJson(_)
-            | Self::InvalidBody(_)
-            | Self::BodyRead(_)
-            | Self::InvalidUtf8(_)
-            | Self::DuplicateKey(_)
-            | Self::InvalidUnicodeEscape(_)
-            | Self::NumberOutOfRange(_)
-            | Self::TooDeep { .. }
-            | Self::StringTooLong { .. }
-            | Self::MalformedGzip(_)
+            Self::Wire(WireError::BodyTooLarge { .. })
+            | Self::Wire(WireError::BatchTooLarge { .. })
+            | Self::Wire(WireError::DecompressedTooLarge { .. }) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::Wire(WireError::MalformedJson(_))
+            | Self::Wire(WireError::InvalidBody(_))
+            | Self::Wire(WireError::BodyRead(_))
+            | Self::Wire(WireError::InvalidUtf8(_))
+            | Self::Wire(WireError::DuplicateKey(_))
+            | Self::Wire(WireError::InvalidUnicodeEscape(_))
+            | Self::Wire(WireError::NumberOutOfRange(_))
+            | Self::Wire(WireError::TooDeep { .. })
+            | Self::Wire(WireError::StringTooLong { .. })
+            | Self::Wire(WireError::MalformedGzip(_))
             | Self::InvalidPixel(_) => StatusCode::BAD_REQUEST,
-            Self::UnsupportedMediaType(_) | Self::UnsupportedEncoding(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::Wire(WireError::UnsupportedMediaType(_)) | Self::Wire(WireError::UnsupportedEncoding(_)) => {
+                StatusCode::UNSUPPORTED_MEDIA_TYPE
+            }
             Self::BatchRejected(..) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::OriginNotAllowed(_) => StatusCode::FORBIDDEN,
+            Self::NotFound => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             Self::Backpressure { .. }
             | Self::KafkaUnavailable { .. }
             | Self::NotReady(_)
             | Self::Draining
-            | Self::BodyTimeout { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            | Self::Wire(WireError::BodyTimeout { .. }) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 

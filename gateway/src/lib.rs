@@ -18,6 +18,7 @@ pub mod pipeline;
 pub mod privacy;
 pub mod quota;
 pub mod registry;
+pub mod run;
 pub mod server;
 pub mod sink;
 pub mod telemetry;
@@ -30,6 +31,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use eventgw_schemas::Catalog;
 
+pub use run::{Signal, run, run_state};
 pub use server::serve;
 
 /// The time source; tests pin it to check clock-skew correction.

@@ -1,10 +1,9 @@
 //! `gateway serve|topics|check-config [--config FILE]`: reads the
-//! configuration, sets up logging, and hands over to the library.
+//! arguments and the configuration, sets up logging, binds the listener
+//! and hands over to [`gateway::run`].
 
 use std::net::TcpListener;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context;
 use gateway::config::Config;
@@ -52,10 +51,10 @@ fn main() -> anyhow::Result<()> {
     let path = config_path.context(format!("no configuration: pass --config FILE or set EVENTGW_CONFIG\n{USAGE}"))?;
     let config = Config::load(&path)?;
     let runtime = actix_web::rt::System::new();
-    runtime.block_on(run(&command, config, path))
+    runtime.block_on(command_for(&command, config))
 }
 
-async fn run(command: &str, config: Config, path: PathBuf) -> anyhow::Result<()> {
+async fn command_for(command: &str, config: Config) -> anyhow::Result<()> {
     match command {
         "check-config" => {
             config.server.tls.as_ref().map(CertificateStore::load).transpose()?;
@@ -75,95 +74,11 @@ async fn run(command: &str, config: Config, path: PathBuf) -> anyhow::Result<()>
             println!("created {} topic(s): {}", created.len(), created.join(", "));
             Ok(())
         }
-        _ => serve(config, path).await,
-    }
-}
-
-async fn serve(config: Config, path: PathBuf) -> anyhow::Result<()> {
-    let listen = config.server.listen;
-    let tls = config.server.tls.as_ref().map(CertificateStore::load).transpose()?.map(Arc::new);
-    let listener = TcpListener::bind(listen).with_context(|| format!("cannot listen on {listen}"))?;
-    let state = Arc::new(AppState::serving(config)?);
-    gateway::registry::start(&state).await?;
-    let scheme = if tls.is_some() { "https" } else { "http" };
-    tracing::info!(%listen, scheme, events = state.catalog.events().len(), "Gateway listening");
-    let signals = ShutdownSignals::listen()?;
-    actix_web::rt::spawn(reload_on_sighup(Arc::clone(&state), path, tls.clone()));
-    let server = gateway::server::serve_with_tls(Arc::clone(&state), listener, tls)?;
-    actix_web::rt::spawn(signals.drain(Arc::clone(&state), server.handle()));
-    server.await?;
-    tracing::info!("Server stopped; flushing the producer");
-    state.sink.flush(Duration::from_secs(state.config.server.shutdown_timeout_secs)).map_err(anyhow::Error::msg)?;
-    tracing::info!("Producer flushed; bye");
-    Ok(())
-}
-
-/// SIGTERM and SIGINT: the first starts a drain, a second one during the
-/// drain grace cuts it short.
-struct ShutdownSignals {
-    terminate: tokio::signal::unix::Signal,
-    interrupt: tokio::signal::unix::Signal,
-}
-
-impl ShutdownSignals {
-    fn listen() -> anyhow::Result<Self> {
-        use tokio::signal::unix::{SignalKind, signal};
-        let terminate = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
-        let interrupt = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
-        Ok(Self { terminate, interrupt })
-    }
-
-    async fn next(&mut self) -> &'static str {
-        tokio::select! {
-            _ = self.terminate.recv() => "SIGTERM",
-            _ = self.interrupt.recv() => "SIGINT",
+        _ => {
+            let listen = config.server.listen;
+            let listener = TcpListener::bind(listen).with_context(|| format!("cannot listen on {listen}"))?;
+            let signals = gateway::run::os_signals().context("cannot listen for signals")?;
+            Ok(gateway::run(config, listener, signals).await?)
         }
-    }
-
-    async fn drain(mut self, state: Arc<AppState>, server: actix_web::dev::ServerHandle) {
-        let signal = self.next().await;
-        tracing::info!(signal, "Shutting down");
-        let again = async move {
-            self.next().await;
-        };
-        gateway::server::drain(&state, &server, again).await;
-    }
-}
-
-/// SIGHUP re-reads the configuration file and swaps in its sources, write
-/// keys, JWT issuers and quotas, and re-reads the TLS certificate and key
-/// (new connections get them); a bad file is refused and the running one
-/// kept. Connections are not touched.
-async fn reload_on_sighup(state: Arc<AppState>, path: PathBuf, tls: Option<Arc<CertificateStore>>) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut hangups = match signal(SignalKind::hangup()) {
-        Ok(stream) => stream,
-        Err(error) => {
-            tracing::error!(%error, "Cannot listen for SIGHUP; configuration reload is off");
-            return;
-        }
-    };
-    while hangups.recv().await.is_some() {
-        let outcome = Config::load(&path).map_err(anyhow::Error::from).and_then(|c| Ok(state.reload(&c)?));
-        gateway::registry::refresh(&state).await;
-        match outcome {
-            Ok(()) => {
-                tracing::info!(file = %path.display(), "Configuration reloaded: sources, keys, issuers and quotas")
-            }
-            Err(error) => {
-                tracing::error!(file = %path.display(), %error, "Configuration reload refused; keeping the running one")
-            }
-        }
-        if let Some(store) = &tls {
-            reload_certificate(store);
-        }
-    }
-}
-
-fn reload_certificate(store: &CertificateStore) {
-    let (cert, key) = (store.files().cert_file.display(), store.files().key_file.display());
-    match store.reload() {
-        Ok(()) => tracing::info!(%cert, %key, "TLS certificate reloaded; new connections get it"),
-        Err(error) => tracing::error!(%error, "TLS certificate reload refused; keeping the running one"),
     }
 }

@@ -1,10 +1,14 @@
 //! Quotas with governor's GCRA limiters: per source and per JWT subject in
 //! events, per client IP in requests, a global ceiling in events, and a
 //! lock-out for addresses that keep failing authentication. A batch costs
-//! as many cells as it has events and is refused whole. Keyed limiters are
+//! as many cells as it has events and is refused whole: a batch one
+//! limiter refuses spends nothing of any other. Keyed limiters are
 //! cleaned periodically so memory stays bounded under many distinct keys.
 
+mod refundable;
+
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::net::IpAddr;
 use std::num::NonZeroU32;
 use std::sync::Mutex;
@@ -13,8 +17,8 @@ use std::time::Duration;
 use governor::clock::{Clock, DefaultClock, Reference};
 use governor::middleware::NoOpMiddleware;
 use governor::state::keyed::DashMapStateStore;
-use governor::state::{InMemoryState, NotKeyed};
 use governor::{Quota, RateLimiter};
+use refundable::RefundableStore;
 use serde::Deserialize;
 
 /// A rate with a burst, as configured.
@@ -81,15 +85,36 @@ pub struct Denied {
 }
 
 type Keyed<K, C> = RateLimiter<K, DashMapStateStore<K>, C, NoOpMiddleware<<C as Clock>::Instant>>;
-type Direct<C> = RateLimiter<NotKeyed, InMemoryState, C, NoOpMiddleware<<C as Clock>::Instant>>;
+
+/// A limiter of events, charged together with the others of a batch.
+struct EventLimiter<K: Hash + Eq + Clone, C: Clock> {
+    scope: &'static str,
+    rate: Rate,
+    limiter: RateLimiter<K, RefundableStore<K>, C, NoOpMiddleware<C::Instant>>,
+    /// The limiter's own state, to give cells back when another refuses.
+    store: RefundableStore<K>,
+    /// One cell's weight: what a refund of one event gives back.
+    period: Duration,
+}
+
+impl<K: Hash + Eq + Clone, C: Clock + Clone> EventLimiter<K, C> {
+    fn new(scope: &'static str, rate: Option<Rate>, clock: &C) -> Option<Self> {
+        let rate = rate?;
+        let quota = rate.quota()?;
+        let store = RefundableStore::default();
+        let limiter = RateLimiter::new(quota, store.clone(), clock.clone());
+        Some(Self { scope, rate, limiter, store, period: quota.replenish_interval() })
+    }
+}
 
 /// Every limiter of one configuration.
 pub struct Quotas<C: Clock = DefaultClock> {
     clock: C,
-    source: Option<(Rate, Keyed<String, C>)>,
-    subject: Option<(Rate, Keyed<String, C>)>,
+    source: Option<EventLimiter<String, C>>,
+    subject: Option<EventLimiter<String, C>>,
     ip: Option<(Rate, Keyed<IpAddr, C>)>,
-    global: Option<(Rate, Direct<C>)>,
+    /// Keyed by nothing: one bucket for the whole instance.
+    global: Option<EventLimiter<(), C>>,
     auth_failures: Option<(Rate, Keyed<IpAddr, C>)>,
     /// Addresses locked out after too many failed authentications, until when.
     locked_out: Mutex<HashMap<IpAddr, C::Instant>>,
@@ -105,17 +130,14 @@ impl Quotas<DefaultClock> {
 impl<C: Clock + Clone> Quotas<C> {
     /// Limiters on `clock` (a fake one in tests).
     pub fn with_clock(config: &QuotaConfig, clock: C) -> Self {
-        let keyed = |rate: Option<Rate>| {
-            rate.and_then(|r| Some((r, RateLimiter::dashmap_with_clock(r.quota()?, clock.clone()))))
-        };
         let ip_keyed = |rate: Option<Rate>| {
             rate.and_then(|r| Some((r, RateLimiter::dashmap_with_clock(r.quota()?, clock.clone()))))
         };
         Self {
-            source: keyed(config.source),
-            subject: keyed(config.subject),
+            source: EventLimiter::new("source", config.source, &clock),
+            subject: EventLimiter::new("subject", config.subject, &clock),
             ip: ip_keyed(config.ip),
-            global: config.global.and_then(|r| Some((r, RateLimiter::direct_with_clock(r.quota()?, clock.clone())))),
+            global: EventLimiter::new("global", config.global, &clock),
             auth_failures: ip_keyed(config.auth_failures),
             locked_out: Mutex::new(HashMap::new()),
             clock,
@@ -131,19 +153,35 @@ impl<C: Clock + Clone> Quotas<C> {
     }
 
     /// `events` events of `source` (and of `subject`, for a JWT). The whole
-    /// batch conforms or nothing of it does.
+    /// batch conforms to every limiter or spends nothing of any: each is
+    /// charged in turn, and when one refuses, the ones already charged get
+    /// their cells back. (Between the charge and the refund a concurrent
+    /// batch may see those cells spent: the error is on the safe side.)
     pub fn check_events(&self, source: &str, subject: Option<&str>, events: usize) -> Result<(), Denied> {
         let n = NonZeroU32::new(u32::try_from(events).unwrap_or(u32::MAX)).unwrap_or(NonZeroU32::MIN);
-        if let Some((rate, limiter)) = &self.global {
-            self.conform(limiter.check_n(n), "global", *rate)?;
+        let source = self.source.as_ref().map(|l| (l, source.to_owned()));
+        let subject = self.subject.as_ref().zip(subject).map(|(l, s)| (l, s.to_owned()));
+        let global = self.global.as_ref();
+        self.charge(source.as_ref(), n)?;
+        if let Err(denied) = self.charge(subject.as_ref(), n) {
+            refund(source.as_ref(), n);
+            return Err(denied);
         }
-        if let Some((rate, limiter)) = &self.source {
-            self.conform(limiter.check_key_n(&source.to_owned(), n), "source", *rate)?;
-        }
-        if let (Some((rate, limiter)), Some(subject)) = (&self.subject, subject) {
-            self.conform(limiter.check_key_n(&subject.to_owned(), n), "subject", *rate)?;
+        if let Err(denied) = self.charge(global.map(|l| (l, ())).as_ref(), n) {
+            refund(source.as_ref(), n);
+            refund(subject.as_ref(), n);
+            return Err(denied);
         }
         Ok(())
+    }
+
+    fn charge<K: Hash + Eq + Clone>(
+        &self,
+        limiter: Option<&(&EventLimiter<K, C>, K)>,
+        n: NonZeroU32,
+    ) -> Result<(), Denied> {
+        let Some((limiter, key)) = limiter else { return Ok(()) };
+        self.conform(limiter.limiter.check_key_n(key, n), limiter.scope, limiter.rate)
     }
 
     /// Whether `ip` is locked out for failing authentication too often.
@@ -189,7 +227,7 @@ impl<C: Clock + Clone> Quotas<C> {
     /// ones, and expired lock-outs. Returns how many keys remain.
     pub fn cleanup(&self) -> usize {
         let mut remaining = 0;
-        for limiter in [&self.source, &self.subject].into_iter().flatten().map(|(_, l)| l) {
+        for limiter in [&self.source, &self.subject].into_iter().flatten().map(|l| &l.limiter) {
             limiter.retain_recent();
             limiter.shrink_to_fit();
             remaining += limiter.len();
@@ -206,6 +244,12 @@ impl<C: Clock + Clone> Quotas<C> {
             remaining += locked.len();
         }
         remaining
+    }
+}
+
+fn refund<K: Hash + Eq + Clone, C: Clock>(limiter: Option<&(&EventLimiter<K, C>, K)>, n: NonZeroU32) {
+    if let Some((limiter, key)) = limiter {
+        limiter.store.refund(key, limiter.period * n.get());
     }
 }
 
@@ -270,6 +314,54 @@ mod tests {
         q.check_request(Some(ip)).expect("first request");
         assert_eq!(q.check_request(Some(ip)).expect_err("second").scope, "ip");
         q.check_request(Some("192.0.2.2".parse().expect("ip"))).expect("another address");
+    }
+
+    #[test]
+    fn a_batch_the_source_refuses_spends_no_global_quota() {
+        let (q, _) = quotas(QuotaConfig { global: rate(1.0, 4), source: rate(1.0, 2), ..QuotaConfig::default() });
+        q.check_events("a", None, 2).expect("source 2/2, global 2/4");
+        assert_eq!(q.check_events("a", None, 1).expect_err("source full").scope, "source");
+        assert_eq!(q.check_events("a", None, 3).expect_err("past the burst").retry_after, None);
+        q.check_events("b", None, 2).expect("the refused batches spent no global quota");
+        assert_eq!(q.check_events("c", None, 1).expect_err("now it is full").scope, "global");
+    }
+
+    #[test]
+    fn a_batch_the_subject_or_global_quota_refuses_spends_no_source_quota() {
+        let (q, _) = quotas(QuotaConfig {
+            source: rate(1.0, 5),
+            subject: rate(1.0, 2),
+            global: rate(1.0, 8),
+            ..QuotaConfig::default()
+        });
+        q.check_events("s", Some("alice"), 2).expect("alice's two");
+        for _ in 0..3 {
+            assert_eq!(q.check_events("s", Some("alice"), 1).expect_err("alice is full").scope, "subject");
+        }
+        q.check_events("other", None, 5).expect("global 7/8");
+        assert_eq!(q.check_events("s", Some("bob"), 2).expect_err("global has 1").scope, "global");
+        q.check_events("s", Some("bob"), 1).expect("global 8/8");
+        assert_eq!(q.check_events("t", Some("bob"), 1).expect_err("global is full").scope, "global");
+        q.check_events("t", Some("carol"), 0).expect_err("global is full");
+        // Source `s` spent 3 of 5 (alice's two, bob's one), subject `bob`
+        // 1 of 2, source `t` nothing: no refused batch spent anything.
+        let fresh = quotas(QuotaConfig { source: rate(1.0, 5), subject: rate(1.0, 2), ..QuotaConfig::default() }).0;
+        fresh.check_events("s", Some("bob"), 3).expect_err("over bob's burst");
+        fresh.check_events("s", None, 3).expect("three");
+        fresh.check_events("x", Some("bob"), 1).expect("one");
+        assert_eq!(left(&q, "s", None), left(&fresh, "s", None), "source s");
+        assert_eq!(left(&q, "t", None), 5, "source t");
+        assert_eq!(left(&q, "zz", Some("bob")), left(&fresh, "zz", Some("bob")), "subject bob");
+    }
+
+    /// How many more single events the source (or, given, the subject)
+    /// limiter takes; probes that limiter only.
+    fn left(q: &Quotas<FakeRelativeClock>, source: &str, subject: Option<&str>) -> usize {
+        let (limiter, key) = match subject {
+            Some(subject) => (&q.subject.as_ref().expect("a subject quota").limiter, subject),
+            None => (&q.source.as_ref().expect("a source quota").limiter, source),
+        };
+        (0..).take_while(|_| limiter.check_key(&key.to_owned()).is_ok()).count()
     }
 
     #[test]

@@ -19,7 +19,7 @@ use crate::AppState;
 use crate::api;
 use crate::auth::Authenticated;
 use crate::cors;
-use crate::error::{ApiError, ErrorBody, ErrorCode};
+use crate::error::{ApiError, ErrorCode};
 use crate::tls::CertificateStore;
 
 /// Starts serving on `listener`, over HTTPS when `[server.tls]` is set. The
@@ -47,7 +47,6 @@ pub fn serve_with_tls(
     let (shutdown, max_connections) = (s.shutdown_timeout_secs, s.max_connections);
     let header_timeout = Duration::from_millis(s.header_timeout_ms);
     let keep_alive = Duration::from_secs(s.keep_alive_secs);
-    actix_web::rt::spawn(clean_quotas(Arc::clone(&state)));
     let site = crate::contracts::site::Site::for_catalog(&state.catalog, &state.config.catalog.dir);
     let data = web::Data::from(state);
     let server = HttpServer::new(move || {
@@ -200,12 +199,7 @@ fn get(paths: &[&str]) -> actix_web::Resource {
 }
 
 async fn method_not_allowed(allowed: &'static str) -> HttpResponse {
-    let message = format!("this endpoint takes {allowed} (and OPTIONS for CORS)");
-    let mut answer = HttpResponse::MethodNotAllowed()
-        .insert_header((header::ALLOW, format!("{allowed}, OPTIONS")))
-        .json(ErrorBody { code: "method_not_allowed", message });
-    answer.extensions_mut().insert(ErrorCode("method_not_allowed"));
-    answer
+    ApiError::MethodNotAllowed(allowed).error_response()
 }
 
 async fn not_found() -> HttpResponse {
@@ -213,10 +207,7 @@ async fn not_found() -> HttpResponse {
 }
 
 fn not_found_answer() -> HttpResponse {
-    let mut answer = HttpResponse::NotFound()
-        .json(ErrorBody { code: "not_found", message: "no such endpoint; see the README for the API".into() });
-    answer.extensions_mut().insert(ErrorCode("not_found"));
-    answer
+    ApiError::NotFound.error_response()
 }
 
 /// An answer's body that keeps the request's unread body stream alive
@@ -239,19 +230,5 @@ impl MessageBody for HoldingBody {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Result<actix_web::web::Bytes, Self::Error>>> {
         std::pin::Pin::new(&mut self.body).poll_next(cx)
-    }
-}
-
-/// Drops idle limiter state now and then, so memory stays bounded however
-/// many distinct sources, subjects and addresses appear. Ends with the server.
-async fn clean_quotas(state: Arc<AppState>) {
-    let every = Duration::from_secs(state.config.quotas.cleanup_interval_secs.max(1));
-    let weak = Arc::downgrade(&state);
-    drop(state);
-    loop {
-        actix_web::rt::time::sleep(every).await;
-        let Some(state) = weak.upgrade() else { return };
-        let remaining = state.auth.load().quotas.cleanup();
-        tracing::debug!(remaining, "Quota state cleaned");
     }
 }

@@ -41,6 +41,9 @@ pub struct Metrics {
     pub personal_fields: IntCounterVec,
     /// Geo lookups of client addresses, by result (found, not_found).
     pub geo_lookups: IntCounterVec,
+    /// Configuration reloads by outcome (applied, refused): a refused one
+    /// leaves the gateway on its old configuration, which only the log said.
+    pub config_reloads: IntCounterVec,
 }
 
 /// The spool's gauges and counters. Counters are advanced at scrape time
@@ -143,6 +146,7 @@ impl Metrics {
             counter("eventgw_personal_fields_total", "Personal fields handled at ingest, by action.", &["action"]);
         let geo_lookups =
             counter("eventgw_geo_lookups_total", "Geo lookups of client addresses, by result.", &["result"]);
+        let config_reloads = counter("eventgw_config_reloads_total", "Configuration reloads by outcome.", &["outcome"]);
         let buckets = vec![0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
         let produce_latency = Histogram::with_opts(
             HistogramOpts::new("eventgw_produce_latency_seconds", "Time until Kafka acknowledged a request's records.")
@@ -183,6 +187,7 @@ impl Metrics {
             consent_violations,
             personal_fields,
             geo_lookups,
+            config_reloads,
         }
     }
 

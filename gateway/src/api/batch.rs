@@ -7,7 +7,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use crate::AppState;
 use crate::api::{ingest, routes};
 use crate::error::ApiError;
-use crate::wire;
+use crate::wire::{self, WireError};
 
 /// `POST /v1/batch` (also `/v1/b`, `/v1/import`, `/beacon/v1/batch`).
 pub async fn batch(
@@ -32,7 +32,7 @@ pub async fn single(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let Some(kind) = routes::single_kind(kind.as_str()) else {
-        return Err(ApiError::InvalidBody(format!("`{kind}` is not a call of this API")));
+        return Err(WireError::InvalidBody(format!("`{kind}` is not a call of this API")).into());
     };
     let gate = ingest::open(&req, &state).await?;
     let body = ingest::read_json(&req, payload, &state).await?;

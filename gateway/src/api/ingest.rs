@@ -9,7 +9,7 @@ use actix_web::{HttpMessage, HttpRequest, web};
 use serde_json::Value;
 
 use crate::AppState;
-use crate::api::outcome::{self, BatchAnswer};
+use crate::api::outcome::{self, BatchAnswer, EventStatus};
 use crate::auth::{self, AuthState, Authenticated, Principal};
 use crate::enrich::ClientInfo;
 use crate::error::ApiError;
@@ -43,12 +43,12 @@ pub async fn open(req: &HttpRequest, state: &AppState) -> Result<Gate, ApiError>
     let auth = state.auth.load_full();
     auth.check_locked_out(client.ip)?;
     auth.quotas.check_request(client.ip).map_err(ApiError::QuotaExceeded)?;
-    let header = match auth::header_credentials(req) {
+    let header = match auth::header_credentials(req.headers()) {
         Ok(Some(credentials)) => Some(auth.authenticate(credentials).await.inspect_err(|_| failed(&auth, &client))?),
         Ok(None) => None,
         Err(e) => {
             failed(&auth, &client);
-            return Err(e);
+            return Err(e.into());
         }
     };
     let facts = state.edge.facts(req);
@@ -64,10 +64,17 @@ pub async fn read_json(req: &HttpRequest, payload: web::Payload, state: &AppStat
     let limits = &state.config.limits;
     let server = &state.config.server;
     let deadline = Duration::from_millis(server.body_timeout_ms);
-    let raw = wire::read_body(req, payload, limits.max_body_bytes, deadline, server.retry_after_secs).await?;
-    let (body, gzip) = wire::decode(req, raw, limits.max_decompressed_bytes)?;
-    wire::check_media_type(req, gzip)?;
-    wire::parse(&body, limits.json())
+    let headers = req.headers();
+    let read = wire::read_body(headers, payload, limits.max_body_bytes, deadline, server.retry_after_secs);
+    let raw = read.await.map_err(|(error, unread)| {
+        if let Some(unread) = unread {
+            req.extensions_mut().insert(unread);
+        }
+        error
+    })?;
+    let (body, gzip) = wire::decode(headers, raw, limits.max_decompressed_bytes)?;
+    wire::check_media_type(headers, gzip)?;
+    Ok(wire::parse(&body, limits.json())?)
 }
 
 /// The principal, from every credential the request carries (see
@@ -181,9 +188,9 @@ fn count_events(state: &AppState, endpoint: &str, answer: &BatchAnswer) {
     let mut events: Vec<((&str, &str), u64)> = Vec::new();
     let mut dead: Vec<(&str, u64)> = Vec::new();
     for event in &answer.events {
-        let labels = (event.status, event.topic.as_deref().unwrap_or("none"));
+        let labels = (event.status.as_str(), event.topic.as_deref().unwrap_or("none"));
         bump(&mut events, labels);
-        if let ("invalid", Some(code)) = (event.status, event.code) {
+        if let (EventStatus::Invalid, Some(code)) = (event.status, event.code) {
             bump(&mut dead, code);
         }
     }

@@ -9,4 +9,4 @@ pub mod pixel;
 pub mod routes;
 pub mod settings;
 
-pub use outcome::{BatchAnswer, EventOutcome};
+pub use outcome::{BatchAnswer, EventOutcome, EventStatus};

@@ -38,6 +38,38 @@ pub struct BatchAnswer {
     pub events: Vec<EventOutcome>,
 }
 
+/// What happened to one event; serialised as its lowercase name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EventStatus {
+    /// Produced to its domain topic.
+    Accepted,
+    /// Broke its contract: produced to the dead-letter topic.
+    Invalid,
+    /// Produced nowhere.
+    Rejected,
+    /// Repeats a `messageId` already stored: not stored again.
+    Duplicate,
+    /// Kept in the local spool for replay to its topic.
+    Spooled,
+    /// A suppressed user's: produced nowhere by their wish.
+    Suppressed,
+}
+
+impl EventStatus {
+    /// The name in answers and in the `outcome` label of `eventgw_events_total`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Accepted => "accepted",
+            Self::Invalid => "invalid",
+            Self::Rejected => "rejected",
+            Self::Duplicate => "duplicate",
+            Self::Spooled => "spooled",
+            Self::Suppressed => "suppressed",
+        }
+    }
+}
+
 /// One event's outcome.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -47,8 +79,8 @@ pub struct EventOutcome {
     /// Its `messageId`, generated when the client sent none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message_id: Option<String>,
-    /// `accepted`, `invalid`, `rejected`, `duplicate`, `spooled` or `suppressed`.
-    pub status: &'static str,
+    /// What happened to it.
+    pub status: EventStatus,
     /// The topic it went to (domain topic or dead-letter topic).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub topic: Option<String>,
@@ -129,8 +161,8 @@ fn spooled_events(planned: &[Planned], stored: &[Result<Stored, SinkError>]) -> 
 /// reason, which is what its sender needs to know.
 fn mark_spooled(answer: &mut BatchAnswer, spooled: &[usize]) {
     for &index in spooled {
-        if let Some(event) = answer.events.get_mut(index).filter(|e| e.status == "accepted") {
-            event.status = "spooled";
+        if let Some(event) = answer.events.get_mut(index).filter(|e| e.status == EventStatus::Accepted) {
+            event.status = EventStatus::Spooled;
             answer.accepted -= 1;
             answer.spooled += 1;
         }
@@ -164,7 +196,7 @@ fn assemble(planned: Vec<Planned>, mut results: impl Iterator<Item = Result<Deli
         let mut outcome = EventOutcome {
             index,
             message_id: p.message_id,
-            status: "accepted",
+            status: EventStatus::Accepted,
             topic: None,
             code: None,
             message: None,
@@ -173,37 +205,71 @@ fn assemble(planned: Vec<Planned>, mut results: impl Iterator<Item = Result<Deli
         let delivered = if p.verdict.is_produced() { results.next() } else { None };
         match (p.verdict, delivered) {
             (_, Some(Err(_))) => {
-                outcome.status = "rejected";
+                outcome.status = EventStatus::Rejected;
                 outcome.code = Some("event_too_large");
                 outcome.message = Some("the event is larger than Kafka accepts".into());
             }
             (Verdict::Accept(record), _) => outcome.topic = Some(record.topic),
             (Verdict::DeadLetter { record, code, message, errors }, _) => {
-                outcome.status = "invalid";
+                outcome.status = EventStatus::Invalid;
                 outcome.topic = Some(record.topic);
                 outcome.code = Some(code);
                 outcome.message = Some(message);
                 outcome.errors = errors;
             }
             (Verdict::Reject { code, message }, _) => {
-                outcome.status = if code == SUPPRESSED { SUPPRESSED } else { "rejected" };
+                outcome.status = if code == SUPPRESSED { EventStatus::Suppressed } else { EventStatus::Rejected };
                 outcome.code = Some(code);
                 outcome.message = Some(message);
             }
             (Verdict::Duplicate { first }, _) => {
-                outcome.status = "duplicate";
+                outcome.status = EventStatus::Duplicate;
                 outcome.code = Some("duplicate_message_id");
                 outcome.message = Some(format!("the same `messageId` as event {first} of this request: stored once"));
             }
         }
-        match outcome.status {
-            "accepted" => answer.accepted += 1,
-            "invalid" => answer.invalid += 1,
-            "duplicate" => answer.duplicate += 1,
-            SUPPRESSED => answer.suppressed += 1,
-            _ => answer.rejected += 1,
-        }
+        *match outcome.status {
+            EventStatus::Accepted => &mut answer.accepted,
+            EventStatus::Invalid => &mut answer.invalid,
+            EventStatus::Duplicate => &mut answer.duplicate,
+            EventStatus::Suppressed => &mut answer.suppressed,
+            EventStatus::Spooled => &mut answer.spooled,
+            EventStatus::Rejected => &mut answer.rejected,
+        } += 1;
         answer.events.push(outcome);
     }
     answer
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_status_is_answered_by_the_same_name_as_before() {
+        for (status, name) in [
+            (EventStatus::Accepted, "accepted"),
+            (EventStatus::Invalid, "invalid"),
+            (EventStatus::Rejected, "rejected"),
+            (EventStatus::Duplicate, "duplicate"),
+            (EventStatus::Spooled, "spooled"),
+            (EventStatus::Suppressed, "suppressed"),
+        ] {
+            assert_eq!(serde_json::to_string(&status).expect("serialises"), format!("\"{name}\""));
+            assert_eq!(status.as_str(), name);
+        }
+        let outcome = EventOutcome {
+            index: 2,
+            message_id: Some("m".into()),
+            status: EventStatus::Invalid,
+            topic: Some("t".into()),
+            code: Some("schema_violation"),
+            message: Some("why".into()),
+            errors: Vec::new(),
+        };
+        assert_eq!(
+            serde_json::to_string(&outcome).expect("serialises"),
+            r#"{"index":2,"messageId":"m","status":"invalid","topic":"t","code":"schema_violation","message":"why"}"#
+        );
+    }
 }

@@ -13,7 +13,7 @@ use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use crate::AppState;
 use crate::api::ingest;
 use crate::error::ApiError;
-use crate::wire::{self, BatchRequest};
+use crate::wire::{self, BatchRequest, WireError};
 
 /// The smallest transparent 1x1 GIF (43 bytes).
 pub const GIF: &[u8] = &[
@@ -46,7 +46,7 @@ async fn track(req: &HttpRequest, state: &AppState) -> Result<(), ApiError> {
         .map_err(|e| ApiError::InvalidPixel(format!("the query string cannot be read: {e}")))?;
     let data = query.get("data").ok_or_else(|| ApiError::InvalidPixel("the pixel needs a `data` parameter".into()))?;
     if data.len() > state.config.limits.max_body_bytes {
-        return Err(ApiError::BodyTooLarge { limit: state.config.limits.max_body_bytes });
+        return Err(WireError::BodyTooLarge { limit: state.config.limits.max_body_bytes }.into());
     }
     let json =
         BASE64URL.decode(data.trim()).map_err(|e| ApiError::InvalidPixel(format!("`data` is not base64url: {e}")))?;

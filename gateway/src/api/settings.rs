@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use crate::AppState;
 use crate::api::ingest;
-use crate::auth::{self, Credentials, Principal};
+use crate::auth::{self, AuthError, Credentials, Principal};
 use crate::error::ApiError;
 
 /// `GET /v1/projects/{writeKey}/settings`.
@@ -37,13 +37,15 @@ pub async fn segment(
 
 /// `GET /sourceConfig`.
 pub async fn source_config(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    let header_key = match auth::header_credentials(&req) {
+    let header_key = match auth::header_credentials(req.headers()) {
         Ok(Some(Credentials::WriteKey(key))) => Some(key),
         Ok(Some(Credentials::Bearer(_))) => {
-            return Err(ApiError::MalformedCredentials("sourceConfig takes the write key as the Basic user name"));
+            return Err(
+                AuthError::MalformedCredentials("sourceConfig takes the write key as the Basic user name").into()
+            );
         }
         Ok(None) => None,
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     };
     let url_key = ingest::url_write_key(&req);
     let (principal, key) = lookup(&req, &state, header_key.as_deref(), url_key.as_deref())?;

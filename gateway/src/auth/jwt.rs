@@ -15,7 +15,8 @@ use serde_json::Value;
 
 use super::jwks::{Jwks, JwksLocation, NamedKey, find};
 
-/// Most verified tokens kept; past it the cache starts over.
+/// Most verified tokens kept; past it expired ones go, then the least
+/// recently used quarter.
 pub const TOKEN_CACHE_CAPACITY: usize = 10_000;
 
 /// One trusted token issuer, as configured.
@@ -175,7 +176,46 @@ struct Issuer {
 /// Verifies tokens of every configured issuer, caching verified ones until expiry.
 pub struct JwtVerifier {
     issuers: HashMap<String, Issuer>,
-    cache: Mutex<HashMap<String, Verified>>,
+    cache: Mutex<TokenCache>,
+}
+
+/// Verified tokens until they expire, bounded: when full, expired entries
+/// are dropped, then the least recently used quarter, so a flood of new
+/// tokens never empties it of the ones in use (the old cache started over).
+/// Hand-written: a tick per entry and an occasional O(n) eviction are all
+/// it needs, and the crate has no cache dependency to take on for it.
+struct TokenCache {
+    capacity: usize,
+    entries: HashMap<String, (Verified, u64)>,
+    tick: u64,
+}
+
+impl TokenCache {
+    fn new(capacity: usize) -> Self {
+        Self { capacity: capacity.max(4), entries: HashMap::new(), tick: 0 }
+    }
+
+    fn get(&mut self, token: &str, now: u64) -> Option<Verified> {
+        self.tick += 1;
+        let (verified, used) = self.entries.get_mut(token).filter(|(v, _)| v.expires_at > now)?;
+        *used = self.tick;
+        Some(verified.clone())
+    }
+
+    fn insert(&mut self, token: &str, verified: Verified, now: u64) {
+        if self.entries.len() >= self.capacity {
+            self.entries.retain(|_, (v, _)| v.expires_at > now);
+        }
+        if self.entries.len() >= self.capacity {
+            let mut ticks: Vec<u64> = self.entries.values().map(|(_, used)| *used).collect();
+            let quarter = self.capacity / 4;
+            let (_, cut, _) = ticks.select_nth_unstable(quarter);
+            let cut = *cut;
+            self.entries.retain(|_, (_, used)| *used > cut);
+        }
+        self.tick += 1;
+        self.entries.insert(token.to_owned(), (verified, self.tick));
+    }
 }
 
 impl JwtVerifier {
@@ -212,26 +252,18 @@ impl JwtVerifier {
             });
             built.insert(name.clone(), Issuer { config: config.clone(), keys, jwks });
         }
-        Ok(Self { issuers: built, cache: Mutex::new(HashMap::new()) })
+        Ok(Self { issuers: built, cache: Mutex::new(TokenCache::new(TOKEN_CACHE_CAPACITY)) })
     }
 
     /// Verifies `token` and returns who it speaks for.
     pub async fn verify(&self, token: &str, source_exists: impl Fn(&str) -> bool) -> Result<Verified, JwtError> {
         let now = jsonwebtoken::get_current_timestamp();
-        if let Some(hit) = self.cache.lock().ok().and_then(|c| c.get(token).cloned())
-            && hit.expires_at > now
-        {
+        if let Some(hit) = self.cache.lock().ok().and_then(|mut c| c.get(token, now)) {
             return Ok(hit);
         }
         let verified = self.verify_uncached(token, source_exists).await?;
         if let Ok(mut cache) = self.cache.lock() {
-            if cache.len() >= TOKEN_CACHE_CAPACITY {
-                cache.retain(|_, v| v.expires_at > now);
-                if cache.len() >= TOKEN_CACHE_CAPACITY {
-                    cache.clear();
-                }
-            }
-            cache.insert(token.to_owned(), verified.clone());
+            cache.insert(token, verified.clone(), now);
         }
         Ok(verified)
     }
@@ -358,4 +390,38 @@ fn identity(
     }
     let expires_at = claims.get("exp").and_then(Value::as_u64).unwrap_or(0);
     Ok(Verified { subject, source_id, expires_at })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verified(expires_at: u64) -> Verified {
+        Verified { subject: "s".into(), source_id: "demo".into(), expires_at }
+    }
+
+    #[test]
+    fn a_full_token_cache_keeps_the_tokens_in_use_and_stays_bounded() {
+        let mut cache = TokenCache::new(100);
+        cache.insert("in-use", verified(1_000), 10);
+        for i in 0..1_000 {
+            cache.insert(&format!("t{i}"), verified(1_000), 10);
+            assert!(cache.get("in-use", 10).is_some(), "the token in use survives insert {i}");
+            assert!(cache.entries.len() <= 100, "bounded at insert {i}");
+        }
+        assert!(cache.entries.len() > 50, "never emptied: {}", cache.entries.len());
+    }
+
+    #[test]
+    fn expired_tokens_are_not_answered_and_go_first() {
+        let mut cache = TokenCache::new(4);
+        cache.insert("old", verified(5), 1);
+        assert!(cache.get("old", 5).is_none(), "expired at its exp");
+        for token in ["a", "b", "c"] {
+            cache.insert(token, verified(100), 1);
+        }
+        cache.insert("d", verified(100), 6);
+        assert!(!cache.entries.contains_key("old"), "the expired one went first");
+        assert_eq!(cache.entries.len(), 4);
+    }
 }

@@ -3,6 +3,7 @@
 //! JWT whose issuer and claims name the source and the user. Everything
 //! here is rebuilt from configuration on reload and swapped in whole.
 
+mod error;
 pub mod jwks;
 pub mod jwt;
 
@@ -10,15 +11,16 @@ use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use actix_web::HttpRequest;
+pub use error::AuthError;
+
 use actix_web::http::header::AUTHORIZATION;
+use actix_web::http::header::HeaderMap;
 use base64::Engine;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::config::{Config, SourceConfig, UnknownEvents};
 use crate::cors::OriginPolicy;
-use crate::error::ApiError;
 use crate::quota::Quotas;
 
 /// A sending source as the request path needs it.
@@ -122,30 +124,30 @@ impl AuthState {
 
     /// The source a write key belongs to. The lookup is by hash, and the
     /// final comparison is constant-time, so timing reveals nothing of a key.
-    pub fn by_write_key(&self, write_key: &str) -> Result<Principal, ApiError> {
+    pub fn by_write_key(&self, write_key: &str) -> Result<Principal, AuthError> {
         let presented = key_hash(write_key);
         let found =
             self.by_key_hash.get_key_value(&presented).filter(|(stored, _)| bool::from(stored.ct_eq(&presented)));
-        let (_, source) = found.ok_or(ApiError::InvalidWriteKey)?;
+        let (_, source) = found.ok_or(AuthError::InvalidWriteKey)?;
         Ok(Principal { source: Arc::clone(source), subject: None, method: "write-key" })
     }
 
     /// Checks credentials from the header.
-    pub async fn authenticate(&self, credentials: Credentials) -> Result<Principal, ApiError> {
+    pub async fn authenticate(&self, credentials: Credentials) -> Result<Principal, AuthError> {
         match credentials {
             Credentials::WriteKey(key) => self.by_write_key(&key),
             Credentials::Bearer(token) => {
                 let verified =
-                    self.jwt.verify(&token, |id| self.by_id.contains_key(id)).await.map_err(ApiError::Jwt)?;
-                let source = self.by_id.get(&verified.source_id).cloned().ok_or(ApiError::InvalidWriteKey)?;
+                    self.jwt.verify(&token, |id| self.by_id.contains_key(id)).await.map_err(AuthError::Jwt)?;
+                let source = self.by_id.get(&verified.source_id).cloned().ok_or(AuthError::InvalidWriteKey)?;
                 Ok(Principal { source, subject: Some(verified.subject), method: "jwt" })
             }
         }
     }
 
     /// Refuses an address locked out for failing authentication too often.
-    pub fn check_locked_out(&self, ip: Option<IpAddr>) -> Result<(), ApiError> {
-        self.quotas.check_locked_out(ip).map_err(ApiError::AuthLockedOut)
+    pub fn check_locked_out(&self, ip: Option<IpAddr>) -> Result<(), AuthError> {
+        self.quotas.check_locked_out(ip).map_err(AuthError::LockedOut)
     }
 }
 
@@ -176,22 +178,22 @@ fn parse_hex32(hex: &str) -> Option<[u8; 32]> {
 /// Credentials from `Authorization`, if the header is there. A header of
 /// another scheme is an error, not a fallback to the body, and so are two
 /// headers (which one counts would be a guess).
-pub fn header_credentials(req: &HttpRequest) -> Result<Option<Credentials>, ApiError> {
-    let mut headers = req.headers().get_all(AUTHORIZATION);
+pub fn header_credentials(headers: &HeaderMap) -> Result<Option<Credentials>, AuthError> {
+    let mut headers = headers.get_all(AUTHORIZATION);
     let Some(header) = headers.next() else { return Ok(None) };
     if headers.next().is_some() {
-        return Err(ApiError::MalformedCredentials("send one Authorization header, not several"));
+        return Err(AuthError::MalformedCredentials("send one Authorization header, not several"));
     }
-    let value = header.to_str().map_err(|_| ApiError::MalformedCredentials("it is not ASCII"))?;
+    let value = header.to_str().map_err(|_| AuthError::MalformedCredentials("it is not ASCII"))?;
     let (scheme, rest) = value
         .trim()
         .split_once(' ')
-        .ok_or(ApiError::MalformedCredentials("expected `Basic <base64>` or `Bearer <JWT>`"))?;
+        .ok_or(AuthError::MalformedCredentials("expected `Basic <base64>` or `Bearer <JWT>`"))?;
     if scheme.eq_ignore_ascii_case("bearer") {
         return Ok(Some(Credentials::Bearer(rest.trim().to_owned())));
     }
     if !scheme.eq_ignore_ascii_case("basic") {
-        return Err(ApiError::MalformedCredentials("only the Basic and Bearer schemes are supported"));
+        return Err(AuthError::MalformedCredentials("only the Basic and Bearer schemes are supported"));
     }
     basic_write_key(rest.trim()).map(|key| Some(Credentials::WriteKey(key)))
 }
@@ -200,20 +202,22 @@ pub fn header_credentials(req: &HttpRequest) -> Result<Option<Credentials>, ApiE
 /// SDK sends exactly that (the key as user name, an empty password), so a
 /// password or a missing colon is a client that means something else:
 /// refused rather than guessed at.
-fn basic_write_key(encoded: &str) -> Result<String, ApiError> {
+fn basic_write_key(encoded: &str) -> Result<String, AuthError> {
     let decoded = base64::engine::general_purpose::STANDARD
         .decode(encoded)
-        .map_err(|_| ApiError::MalformedCredentials("the Basic credentials are not base64"))?;
+        .map_err(|_| AuthError::MalformedCredentials("the Basic credentials are not base64"))?;
     let text = String::from_utf8(decoded)
-        .map_err(|_| ApiError::MalformedCredentials("the Basic credentials are not UTF-8"))?;
+        .map_err(|_| AuthError::MalformedCredentials("the Basic credentials are not UTF-8"))?;
     let (user, password) = text
         .split_once(':')
-        .ok_or(ApiError::MalformedCredentials("the Basic credentials need `writeKey:` (a colon after the key)"))?;
+        .ok_or(AuthError::MalformedCredentials("the Basic credentials need `writeKey:` (a colon after the key)"))?;
     if user.is_empty() {
-        return Err(ApiError::MalformedCredentials("the Basic user name (the write key) is empty"));
+        return Err(AuthError::MalformedCredentials("the Basic user name (the write key) is empty"));
     }
     if !password.is_empty() {
-        return Err(ApiError::MalformedCredentials("the Basic password must be empty: the write key is the user name"));
+        return Err(AuthError::MalformedCredentials(
+            "the Basic password must be empty: the write key is the user name",
+        ));
     }
     Ok(user.to_owned())
 }

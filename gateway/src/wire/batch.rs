@@ -4,8 +4,8 @@
 
 use serde_json::{Map, Value};
 
+use super::WireError;
 use crate::config::LimitsConfig;
-use crate::error::ApiError;
 
 /// A decoded batch, events still as the client wrote them.
 #[derive(Debug)]
@@ -23,9 +23,9 @@ pub struct BatchRequest {
 
 /// Shape-checks a batch body. Batch-level `context` is merged into each
 /// event's own `context`, whose keys win.
-pub fn decode_batch(value: Value, limits: &LimitsConfig) -> Result<BatchRequest, ApiError> {
+pub fn decode_batch(value: Value, limits: &LimitsConfig) -> Result<BatchRequest, WireError> {
     let Value::Object(mut top) = value else {
-        return Err(ApiError::InvalidBody("the body must be a JSON object with a `batch` array".into()));
+        return Err(WireError::InvalidBody("the body must be a JSON object with a `batch` array".into()));
     };
     let write_key = take_write_key(&mut top)?;
     let sent_at = match top.remove("sentAt") {
@@ -35,14 +35,14 @@ pub fn decode_batch(value: Value, limits: &LimitsConfig) -> Result<BatchRequest,
     };
     let mut events = match top.remove("batch") {
         Some(Value::Array(events)) => events,
-        Some(_) => return Err(ApiError::InvalidBody("`batch` must be an array of events".into())),
-        None => return Err(ApiError::InvalidBody("the body has no `batch` array".into())),
+        Some(_) => return Err(WireError::InvalidBody("`batch` must be an array of events".into())),
+        None => return Err(WireError::InvalidBody("the body has no `batch` array".into())),
     };
     if events.is_empty() {
-        return Err(ApiError::InvalidBody("`batch` is empty; send at least one event".into()));
+        return Err(WireError::InvalidBody("`batch` is empty; send at least one event".into()));
     }
     if events.len() > limits.max_batch_events {
-        return Err(ApiError::BatchTooLarge { count: events.len(), limit: limits.max_batch_events });
+        return Err(WireError::BatchTooLarge { count: events.len(), limit: limits.max_batch_events });
     }
     if let Some(Value::Object(shared)) = top.remove("context") {
         for event in &mut events {
@@ -54,20 +54,20 @@ pub fn decode_batch(value: Value, limits: &LimitsConfig) -> Result<BatchRequest,
 
 /// Shape-checks a single-event body (`/v1/track` and friends); the endpoint
 /// decides the event's `type`.
-pub fn decode_single(value: Value, kind: &str) -> Result<BatchRequest, ApiError> {
+pub fn decode_single(value: Value, kind: &str) -> Result<BatchRequest, WireError> {
     let Value::Object(mut event) = value else {
-        return Err(ApiError::InvalidBody(format!("the body of a {kind} call must be a JSON object (one event)")));
+        return Err(WireError::InvalidBody(format!("the body of a {kind} call must be a JSON object (one event)")));
     };
     let write_key = take_write_key(&mut event)?;
     event.insert("type".into(), Value::String(kind.to_owned()));
     Ok(BatchRequest { events: vec![Value::Object(event)], sent_at: None, write_key })
 }
 
-fn take_write_key(object: &mut Map<String, Value>) -> Result<Option<String>, ApiError> {
+fn take_write_key(object: &mut Map<String, Value>) -> Result<Option<String>, WireError> {
     match object.remove("writeKey") {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(key)) => Ok(Some(key)),
-        Some(_) => Err(ApiError::InvalidBody("`writeKey` must be a string".into())),
+        Some(_) => Err(WireError::InvalidBody("`writeKey` must be a string".into())),
     }
 }
 
@@ -94,7 +94,7 @@ mod tests {
         LimitsConfig { max_batch_events, ..LimitsConfig::default() }
     }
 
-    fn decode(body: Value, max: usize) -> Result<BatchRequest, ApiError> {
+    fn decode(body: Value, max: usize) -> Result<BatchRequest, WireError> {
         decode_batch(body, &limits(max))
     }
 

@@ -7,13 +7,12 @@
 use std::io::Read;
 use std::time::Duration;
 
-use actix_web::http::header::{CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE};
+use actix_web::http::header::{CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, HeaderMap};
 use actix_web::web::{Bytes, BytesMut, Payload};
-use actix_web::{HttpMessage, HttpRequest};
 use flate2::read::MultiGzDecoder;
 use futures::StreamExt;
 
-use crate::error::ApiError;
+use super::WireError;
 
 /// The first two bytes of every gzip stream. JSON never starts with them, so
 /// a beacon (which cannot set `Content-Encoding`) may send gzip unannounced.
@@ -25,40 +24,38 @@ pub const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 /// says, because SDKs label it loosely: RudderStack's Node SDK sends gzip
 /// as `application/x-www-form-urlencoded`; what it inflates to must still
 /// be JSON.
-pub fn check_media_type(req: &HttpRequest, gzip: bool) -> Result<(), ApiError> {
-    let Some(value) = req.headers().get(CONTENT_TYPE) else { return Ok(()) };
+pub fn check_media_type(headers: &HeaderMap, gzip: bool) -> Result<(), WireError> {
+    let Some(value) = headers.get(CONTENT_TYPE) else { return Ok(()) };
     let text = value.to_str().unwrap_or_default();
     let essence = text.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
     let json_like = essence == "application/json"
         || essence == "text/plain"
         || (essence.starts_with("application/") && essence.ends_with("+json"));
-    if json_like || gzip { Ok(()) } else { Err(ApiError::UnsupportedMediaType(essence)) }
+    if json_like || gzip { Ok(()) } else { Err(WireError::UnsupportedMediaType(essence)) }
 }
 
 /// The raw body, at most `limit` bytes, within `deadline` (past it, a 503
 /// telling the client to retry after `retry_after` seconds). Works the same
-/// for `Content-Length` and chunked framing.
+/// for `Content-Length` and chunked framing. A body refused part-way comes
+/// back with its error as an [`UnreadBody`], which the caller keeps until
+/// the answer is written.
 pub async fn read_body(
-    req: &HttpRequest,
+    headers: &HeaderMap,
     payload: Payload,
     limit: usize,
     deadline: Duration,
     retry_after: u64,
-) -> Result<Bytes, ApiError> {
-    let declared =
-        req.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok());
+) -> Result<Bytes, (WireError, Option<UnreadBody>)> {
+    let declared = headers.get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok());
     if declared.is_some_and(|len| len > limit) {
-        return Err(ApiError::BodyTooLarge { limit });
+        return Err((WireError::BodyTooLarge { limit }, None));
     }
     let capacity = declared.unwrap_or(0).min(limit);
     let mut payload = payload;
     let read = actix_web::rt::time::timeout(deadline, collect(&mut payload, limit, capacity))
         .await
-        .unwrap_or(Err(ApiError::BodyTimeout { seconds: deadline.as_secs_f64(), retry_after }));
-    if read.is_err() {
-        req.extensions_mut().insert(UnreadBody(payload));
-    }
-    read
+        .unwrap_or(Err(WireError::BodyTimeout { seconds: deadline.as_secs_f64(), retry_after }));
+    read.map_err(|error| (error, Some(UnreadBody(payload))))
 }
 
 /// The body stream of a request answered before its body was read to the
@@ -69,12 +66,12 @@ pub async fn read_body(
 /// it from the request to the answer.
 pub struct UnreadBody(pub Payload);
 
-async fn collect(payload: &mut Payload, limit: usize, capacity: usize) -> Result<Bytes, ApiError> {
+async fn collect(payload: &mut Payload, limit: usize, capacity: usize) -> Result<Bytes, WireError> {
     let mut body = BytesMut::with_capacity(capacity);
     while let Some(chunk) = payload.next().await {
-        let chunk = chunk.map_err(|e| ApiError::BodyRead(e.to_string()))?;
+        let chunk = chunk.map_err(|e| WireError::BodyRead(e.to_string()))?;
         if body.len() + chunk.len() > limit {
-            return Err(ApiError::BodyTooLarge { limit });
+            return Err(WireError::BodyTooLarge { limit });
         }
         body.extend_from_slice(&chunk);
     }
@@ -84,16 +81,15 @@ async fn collect(payload: &mut Payload, limit: usize, capacity: usize) -> Result
 /// Undoes `Content-Encoding: gzip` (or an unannounced gzip stream), holding
 /// at most `max_decompressed + 1` bytes however much the stream would expand.
 /// The second value says whether the body was gzip.
-pub fn decode(req: &HttpRequest, body: Bytes, max_decompressed: usize) -> Result<(Bytes, bool), ApiError> {
-    let encoding = req
-        .headers()
+pub fn decode(headers: &HeaderMap, body: Bytes, max_decompressed: usize) -> Result<(Bytes, bool), WireError> {
+    let encoding = headers
         .get(CONTENT_ENCODING)
         .map(|v| v.to_str().unwrap_or("?").trim().to_ascii_lowercase())
         .unwrap_or_default();
     let gzip = match encoding.as_str() {
         "gzip" | "x-gzip" => true,
         "" | "identity" => body.starts_with(&GZIP_MAGIC),
-        other => return Err(ApiError::UnsupportedEncoding(other.to_owned())),
+        other => return Err(WireError::UnsupportedEncoding(other.to_owned())),
     };
     if !gzip {
         return Ok((body, false));
@@ -102,14 +98,14 @@ pub fn decode(req: &HttpRequest, body: Bytes, max_decompressed: usize) -> Result
 }
 
 /// Inflates `compressed`, refusing output over `max` bytes.
-pub fn gunzip(compressed: &[u8], max: usize) -> Result<Bytes, ApiError> {
+pub fn gunzip(compressed: &[u8], max: usize) -> Result<Bytes, WireError> {
     let mut out = Vec::with_capacity((compressed.len() * 4).min(max));
     MultiGzDecoder::new(compressed)
         .take(max as u64 + 1)
         .read_to_end(&mut out)
-        .map_err(|e| ApiError::MalformedGzip(e.to_string()))?;
+        .map_err(|e| WireError::MalformedGzip(e.to_string()))?;
     if out.len() > max {
-        return Err(ApiError::DecompressedTooLarge { limit: max });
+        return Err(WireError::DecompressedTooLarge { limit: max });
     }
     Ok(out.into())
 }

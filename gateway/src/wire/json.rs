@@ -9,7 +9,7 @@ use std::fmt;
 use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
-use crate::error::ApiError;
+use super::WireError;
 
 /// Longest number literal accepted; longer ones cannot be represented
 /// faithfully by any consumer anyway.
@@ -25,10 +25,17 @@ pub struct JsonLimits {
     pub max_string_bytes: usize,
 }
 
+impl crate::config::LimitsConfig {
+    /// The parser-level part (defined here so that `config` needs nothing of `wire`).
+    pub fn json(&self) -> JsonLimits {
+        JsonLimits { max_depth: self.max_json_depth, max_string_bytes: self.max_string_bytes }
+    }
+}
+
 /// Parses `body` as one JSON value under `limits`.
-pub fn parse(body: &[u8], limits: JsonLimits) -> Result<Value, ApiError> {
+pub fn parse(body: &[u8], limits: JsonLimits) -> Result<Value, WireError> {
     if let Err(e) = std::str::from_utf8(body) {
-        return Err(ApiError::InvalidUtf8(e.valid_up_to()));
+        return Err(WireError::InvalidUtf8(e.valid_up_to()));
     }
     scan(body, limits)?;
     // The scan capped nesting at `max_depth`, which configuration keeps
@@ -38,22 +45,22 @@ pub fn parse(body: &[u8], limits: JsonLimits) -> Result<Value, ApiError> {
     Ok(value)
 }
 
-fn classify(error: serde_json::Error) -> ApiError {
+fn classify(error: serde_json::Error) -> WireError {
     let text = error.to_string();
     if text.contains("duplicate key") {
-        ApiError::DuplicateKey(text)
+        WireError::DuplicateKey(text)
     } else if text.contains("surrogate") || text.contains("unicode code point") || text.contains("hex escape") {
-        ApiError::InvalidUnicodeEscape(text)
+        WireError::InvalidUnicodeEscape(text)
     } else if text.contains("number out of range") || text.contains("not finite") {
-        ApiError::NumberOutOfRange(text)
+        WireError::NumberOutOfRange(text)
     } else {
-        ApiError::MalformedJson(text)
+        WireError::MalformedJson(text)
     }
 }
 
 /// Checks nesting depth, string length and number length in one pass over
 /// the bytes, without building anything.
-fn scan(body: &[u8], limits: JsonLimits) -> Result<(), ApiError> {
+fn scan(body: &[u8], limits: JsonLimits) -> Result<(), WireError> {
     let mut depth = 0usize;
     let mut i = 0;
     while i < body.len() {
@@ -61,14 +68,14 @@ fn scan(body: &[u8], limits: JsonLimits) -> Result<(), ApiError> {
             b'{' | b'[' => {
                 depth += 1;
                 if depth > limits.max_depth {
-                    return Err(ApiError::TooDeep { limit: limits.max_depth });
+                    return Err(WireError::TooDeep { limit: limits.max_depth });
                 }
             }
             b'}' | b']' => depth = depth.saturating_sub(1),
             b'"' => {
                 let (end, decoded) = string_end(body, i + 1);
                 if decoded > limits.max_string_bytes {
-                    return Err(ApiError::StringTooLong { limit: limits.max_string_bytes });
+                    return Err(WireError::StringTooLong { limit: limits.max_string_bytes });
                 }
                 i = end;
             }
@@ -121,9 +128,9 @@ fn string_end(body: &[u8], start: usize) -> (usize, usize) {
 /// Refuses number literals too long to be faithful, and integers beyond 64
 /// bits: without this they would silently become floats (`9…9` stored as
 /// `1e40`). Such numbers belong in strings.
-fn check_number(literal: &[u8]) -> Result<(), ApiError> {
+fn check_number(literal: &[u8]) -> Result<(), WireError> {
     if literal.len() > MAX_NUMBER_CHARS {
-        return Err(ApiError::NumberOutOfRange(format!(
+        return Err(WireError::NumberOutOfRange(format!(
             "a number literal is longer than {MAX_NUMBER_CHARS} characters"
         )));
     }
@@ -137,7 +144,7 @@ fn check_number(literal: &[u8]) -> Result<(), ApiError> {
     if !integer || text.parse::<i64>().is_ok() || text.parse::<u64>().is_ok() {
         return Ok(());
     }
-    Err(ApiError::NumberOutOfRange(format!(
+    Err(WireError::NumberOutOfRange(format!(
         "the integer {text} does not fit in 64 bits (from {} to {}); send it as a string",
         i64::MIN,
         u64::MAX

@@ -4,8 +4,10 @@
 
 mod batch;
 mod body;
+mod error;
 mod json;
 
 pub use batch::{BatchRequest, decode_batch, decode_single};
 pub use body::{GZIP_MAGIC, UnreadBody, check_media_type, decode, gunzip, read_body};
+pub use error::WireError;
 pub use json::{JsonLimits, MAX_NUMBER_CHARS, parse};
