@@ -37,6 +37,9 @@ pub struct SpoolStatus {
     pub replayed_total: u64,
     /// Damaged spans found (torn tails, checksum failures).
     pub damaged_total: u64,
+    /// The slowest group commit (write + fsync) since start, in milliseconds:
+    /// what a request waits for on top of `ack_timeout_ms` at worst.
+    pub slowest_commit_ms: u64,
 }
 
 /// The Kafka sink with a spool behind it.
@@ -188,6 +191,7 @@ pub(super) fn status_of(shared: &Shared) -> SpoolStatus {
         appended_total: shared.appended_total.load(Ordering::SeqCst),
         replayed_total: shared.replayed_total.load(Ordering::SeqCst),
         damaged_total: shared.damaged_total.load(Ordering::SeqCst),
+        slowest_commit_ms: shared.slowest_commit_ms.load(Ordering::SeqCst),
     }
 }
 

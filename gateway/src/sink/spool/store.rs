@@ -85,6 +85,8 @@ pub struct Shared {
     pub replayed_total: AtomicU64,
     /// Damaged spans found (torn tails and checksum failures).
     pub damaged_total: AtomicU64,
+    /// The slowest group commit (write + fsync) since start, in milliseconds.
+    pub slowest_commit_ms: AtomicU64,
     /// Kept open for its lock; released when the process exits.
     _lock: File,
 }
@@ -108,6 +110,7 @@ impl Shared {
             appended_total: AtomicU64::new(0),
             replayed_total: AtomicU64::new(0),
             damaged_total: AtomicU64::new(recovered.damage.len() as u64),
+            slowest_commit_ms: AtomicU64::new(0),
             _lock: lock,
         })
     }
