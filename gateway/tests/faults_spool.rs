@@ -17,45 +17,12 @@ use std::time::{Duration, Instant};
 use faults_harness::cluster::Cluster;
 use faults_harness::gateway_process::GatewayProcess;
 use faults_harness::proxy::{Mode, Proxy};
-use faults_harness::reconcile::{Reconciliation, read_back, reconcile};
+use faults_harness::reconcile::{read_back, reconcile};
 use faults_harness::{run_id, sleep};
-use spool_support::{
-    BeaconRun, Beacons, Healed, beacons, borrowed, order_violations, spool_dir, spool_env, wait_drained,
-};
+use spool_support::{BeaconRun, Beacons, Healed, assert_every_request_200, beacons, borrowed, settle, spool_dir, spool_env};
 
 fn outage() -> Duration {
     Duration::from_secs(std::env::var("SPOOL_OUTAGE_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(20))
-}
-
-/// Reads back, reconciles, checks order and exactly-once, writes the report.
-async fn settle(
-    brokers: &str,
-    run: &str,
-    title: &str,
-    injected: &str,
-    answers: BeaconRun,
-    healed: Instant,
-    gw: &GatewayProcess,
-) -> Reconciliation {
-    wait_drained(&gw.url, Duration::from_secs(300)).await;
-    let drained = healed.elapsed();
-    let status = spool_support::spool_status(&gw.url).await.unwrap_or_default();
-    let stored = read_back(brokers, run).await;
-    let (checked, violations) = order_violations(brokers, run).await;
-    let mut r = reconcile(title, injected, &answers.logs, &stored, Some(healed));
-    r.peak_rss = format!("gateway {:.0} MiB", gw.peak_mib());
-    r.notes.push(format!(
-        "Events answered `spooled`: {}. Spool drained (empty, direct again) by {:.1} s after the fault ended. Per-key order: {checked} \
-         records checked, {} out of order. Requests not answered 200: {}. Slowest spool write + fsync: {} ms.",
-        answers.spooled,
-        drained.as_secs_f64(),
-        violations.len(),
-        answers.refusals(),
-        status["slowestCommitMs"]
-    ));
-    assert!(violations.is_empty(), "{title}: per-key order broken: {:?}", &violations[..violations.len().min(10)]);
-    assert_eq!(r.duplicates, 0, "{title}: exactly once per messageId");
-    r
 }
 
 #[actix_web::test]
@@ -90,13 +57,6 @@ async fn spool_broker_down_beacons_lose_nothing_answered() {
     assert_every_request_200(&r);
     assert!(gw.log_text().contains("Spooling started") && gw.log_text().contains("Spooling ended"));
     cluster.stop().await;
-}
-
-/// With the spool on and far from full, a beacon is never refused.
-fn assert_every_request_200(r: &Reconciliation) {
-    let refused: usize = r.requests.iter().filter(|(status, _)| *status != "200").map(|(_, n)| n).sum();
-    assert_eq!(refused, 0, "{}: every request answered 200 while the spool takes events: {:?} ({:?})", r.scenario, r.requests, r.notes);
-    assert_eq!(r.acked, r.events_sent, "{}: every event answered 200", r.scenario);
 }
 
 #[actix_web::test]

@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::faults_harness::gateway_process::GatewayProcess;
 use crate::faults_harness::load::{Answer, Attempt, BatchLog};
+use crate::faults_harness::reconcile::{Reconciliation, read_back, reconcile};
 use crate::faults_harness::{REQUEST_TIMEOUT_MS, blocking, sleep};
 
 /// `[spool]` overrides: on, in `dir`, Kafka given 1 s of the 6 s deadline.
@@ -236,4 +238,42 @@ pub async fn order_violations(brokers: &str, run_id: &str) -> (usize, Vec<String
         (checked, violations)
     })
     .await
+}
+
+/// Reads back, reconciles, checks order and exactly-once, writes the report.
+pub async fn settle(
+    brokers: &str,
+    run: &str,
+    title: &str,
+    injected: &str,
+    answers: BeaconRun,
+    healed: Instant,
+    gw: &GatewayProcess,
+) -> Reconciliation {
+    wait_drained(&gw.url, Duration::from_secs(300)).await;
+    let drained = healed.elapsed();
+    let status = spool_status(&gw.url).await.unwrap_or_default();
+    let stored = read_back(brokers, run).await;
+    let (checked, violations) = order_violations(brokers, run).await;
+    let mut r = reconcile(title, injected, &answers.logs, &stored, Some(healed));
+    r.peak_rss = format!("gateway {:.0} MiB", gw.peak_mib());
+    r.notes.push(format!(
+        "Events answered `spooled`: {}. Spool drained (empty, direct again) by {:.1} s after the fault ended. Per-key order: {checked} \
+         records checked, {} out of order. Requests not answered 200: {}. Slowest spool write + fsync: {} ms.",
+        answers.spooled,
+        drained.as_secs_f64(),
+        violations.len(),
+        answers.refusals(),
+        status["slowestCommitMs"]
+    ));
+    assert!(violations.is_empty(), "{title}: per-key order broken: {:?}", &violations[..violations.len().min(10)]);
+    assert_eq!(r.duplicates, 0, "{title}: exactly once per messageId");
+    r
+}
+
+/// With the spool on and far from full, a beacon is never refused.
+pub fn assert_every_request_200(r: &Reconciliation) {
+    let refused: usize = r.requests.iter().filter(|(status, _)| *status != "200").map(|(_, n)| n).sum();
+    assert_eq!(refused, 0, "{}: every request answered 200 while the spool takes events: {:?} ({:?})", r.scenario, r.requests, r.notes);
+    assert_eq!(r.acked, r.events_sent, "{}: every event answered 200", r.scenario);
 }
