@@ -180,3 +180,53 @@ async fn past_max_age_new_requests_get_503_and_the_spool_keeps_what_it_holds() {
     }
     assert_eq!(ids, vec![first], "on disk: the spooled event only");
 }
+
+/// `spool = false` on a source: with Kafka away its events get 503
+/// `kafka_unavailable` as with the spool off (through its own producer,
+/// which gives up within the request deadline) and never reach the spool,
+/// while another source's events are spooled and answered 200.
+#[actix_web::test]
+async fn a_source_without_the_spool_gets_503_while_others_are_spooled() {
+    let (mut config, _dir) = spool_config("127.0.0.1:9", "per-source");
+    let mut opted_out = config.sources.iter().find(|s| s.id == "demo").expect("demo source").clone();
+    opted_out.id = "demo-no-spool".into();
+    opted_out.write_key = Some("demo-no-spool-key".into());
+    opted_out.spool = false;
+    config.sources.push(opted_out);
+    let url = serve(AppState::serving(config).expect("state")).await;
+
+    let started = std::time::Instant::now();
+    let id = common::unique("no-spool");
+    let one = json!({"type": "track", "event": "Link Clicked", "userId": "u3", "messageId": id, "properties": {"href": "https://d.example/"}});
+    let response = reqwest::Client::new()
+        .post(format!("{url}/v1/track"))
+        .basic_auth("demo-no-spool-key", Some(""))
+        .json(&one)
+        .send()
+        .await
+        .expect("sent");
+    let (status, headers, answer) = common::answer(response).await;
+    assert_eq!(status, 503, "the opted-out source hears 503, as without the spool: {answer}");
+    assert_eq!(answer["code"], "kafka_unavailable", "{answer}");
+    assert!(headers.contains_key("retry-after"));
+    eprintln!("opted-out source answered 503 after {:?}", started.elapsed());
+    let (_, metrics) = get(&format!("{url}/metrics")).await;
+    let metrics = metrics.as_str().expect("text").to_owned();
+    assert!(metrics.contains("eventgw_spool_appended_total 0"), "nothing of it was spooled: {metrics}");
+
+    // The same event from a source that keeps the spool: spooled, 200.
+    let (status, answer) = track(&url, &common::unique("with-spool")).await;
+    assert_eq!((status, answer["events"][0]["status"].clone()), (200, json!("spooled")), "{answer}");
+    // And while the spool holds records, the opted-out source still is not spooled.
+    let response = reqwest::Client::new()
+        .post(format!("{url}/v1/track"))
+        .basic_auth("demo-no-spool-key", Some(""))
+        .json(&json!({"type": "track", "event": "Link Clicked", "userId": "u3", "messageId": common::unique("no-spool-2"), "properties": {"href": "https://d.example/"}}))
+        .send()
+        .await
+        .expect("sent");
+    let (status, _, answer) = common::answer(response).await;
+    assert_eq!((status, answer["code"].clone()), (503, json!("kafka_unavailable")), "{answer}");
+    let (_, ready) = get(&format!("{url}/readyz")).await;
+    assert_eq!(ready["spool"]["appendedTotal"], 1, "only the other source's event is spooled: {ready}");
+}

@@ -52,6 +52,16 @@ pub struct SpoolSink {
     ack_timeout: Duration,
     /// Bounds, for readiness.
     config: SpoolConfig,
+    /// For sources that opted out of the spool: a producer with the
+    /// `[kafka]` delivery timeout (below the request deadline), so their 503
+    /// means "not stored", as without the spool. Built at its first use.
+    direct: Arc<Direct>,
+}
+
+/// The opted-out sources' producer, and what it is built from.
+struct Direct {
+    config: Option<crate::config::KafkaConfig>,
+    producer: std::sync::OnceLock<Result<KafkaSink, String>>,
 }
 
 impl SpoolSink {
@@ -88,7 +98,23 @@ impl SpoolSink {
             .spawn(move || thread.run(commands))
             .map_err(|e| SpoolError::io(&config.dir, e))?;
         let ack_timeout = Duration::from_millis(config.ack_timeout_ms);
-        Ok(Self { kafka, shared, writer, ack_timeout, config: config.clone() })
+        let direct = Arc::new(Direct { config: None, producer: std::sync::OnceLock::new() });
+        Ok(Self { kafka, shared, writer, ack_timeout, config: config.clone(), direct })
+    }
+
+    /// Sources with `spool = false` produce through their own producer built
+    /// from `kafka` (else through the spool's, whose delivery timeout is long).
+    #[must_use]
+    pub fn direct_to(mut self, kafka: crate::config::KafkaConfig) -> Self {
+        self.direct = Arc::new(Direct { config: Some(kafka), producer: std::sync::OnceLock::new() });
+        self
+    }
+
+    /// The producer for sources that opted out of the spool.
+    fn direct(&self) -> Result<&KafkaSink, SinkError> {
+        let Some(config) = &self.direct.config else { return Ok(&self.kafka) };
+        let built = self.direct.producer.get_or_init(|| KafkaSink::new(config).map_err(|e| e.to_string()));
+        built.as_ref().map_err(|e| SinkError::Unavailable(format!("the Kafka producer cannot be created: {e}")))
     }
 
     pub(super) fn replayer(&self, config: &SpoolConfig) -> Replayer {
@@ -232,6 +258,13 @@ impl Sink for SpoolSink {
         .boxed()
     }
 
+    fn send_direct(&self, records: Vec<OutRecord>) -> BoxFuture<'static, Vec<Result<Delivered, SinkError>>> {
+        match self.direct() {
+            Ok(kafka) => kafka.send_all(records),
+            Err(error) => futures::future::ready(records.iter().map(|_| Err(error.clone())).collect()).boxed(),
+        }
+    }
+
     fn check_ready(&self) -> BoxFuture<'static, Result<(), String>> {
         let refusing = self.refusing();
         let kafka = self.kafka.check_ready();
@@ -245,7 +278,8 @@ impl Sink for SpoolSink {
     }
 
     fn queue_depth(&self) -> i64 {
-        self.kafka.queue_depth()
+        let direct = self.direct.producer.get().and_then(|p| p.as_ref().ok()).map_or(0, KafkaSink::queue_depth);
+        self.kafka.queue_depth() + direct
     }
 
     /// Every record answered 200 is acknowledged or fsynced in the spool, so
@@ -254,6 +288,11 @@ impl Sink for SpoolSink {
     fn flush(&self, timeout: Duration) -> Result<(), String> {
         if let Err(error) = self.kafka.flush(timeout) {
             tracing::warn!(%error, "Producer not flushed; what it held is in the spool and is replayed on the next start");
+        }
+        if let Some(Ok(direct)) = self.direct.producer.get()
+            && let Err(error) = direct.flush(timeout)
+        {
+            tracing::warn!(%error, "The producer of sources without the spool not flushed; none of what it held was answered 200");
         }
         Ok(())
     }
