@@ -82,6 +82,13 @@ impl SpoolSink {
 
     /// Opens the spool and starts only the writer (for `gateway spool`).
     pub(super) fn open_idle(config: &SpoolConfig, kafka: KafkaSink) -> Result<Self, SpoolError> {
+        if config.unsafe_skip_fsync {
+            tracing::error!(
+                dir = %config.dir.display(),
+                "UNSAFE: spool.unsafe_skip_fsync = true: spooled events are answered 200 before they are on disk; \
+                 a crash or power loss loses them. For benchmarks only; never in production"
+            );
+        }
         let shared = Arc::new(Shared::open(&config.dir)?);
         let status = status_of(&shared);
         if status.records > 0 {
