@@ -19,7 +19,9 @@ use faults_harness::gateway_process::GatewayProcess;
 use faults_harness::proxy::{Mode, Proxy};
 use faults_harness::reconcile::{read_back, reconcile};
 use faults_harness::{run_id, sleep};
-use spool_support::{BeaconRun, Beacons, Healed, assert_every_request_200, beacons, borrowed, settle, spool_dir, spool_env};
+use spool_support::{
+    BeaconRun, Beacons, Healed, assert_every_request_200, beacons, borrowed, settle, spool_dir, spool_env,
+};
 
 fn outage() -> Duration {
     Duration::from_secs(std::env::var("SPOOL_OUTAGE_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(20))
@@ -35,7 +37,8 @@ async fn spool_broker_down_beacons_lose_nothing_answered() {
     let run = run_id("spooldown");
     let down = outage();
     let healed = Healed::default();
-    let load = Beacons { run_for: down, after_heal: Some((healed.clone(), Duration::from_secs(15))), ..Beacons::default() };
+    let load =
+        Beacons { run_for: down, after_heal: Some((healed.clone(), Duration::from_secs(15))), ..Beacons::default() };
     let (answers, healed) = futures::join!(beacons(load, run.clone(), gw.url.clone()), async {
         sleep(Duration::from_secs(5)).await;
         cluster.kill9(1).await;
@@ -69,7 +72,8 @@ async fn spool_broker_paused_beacons_lose_nothing_answered() {
     let run = run_id("spoolpause");
     let pause = outage().min(Duration::from_secs(60));
     let healed = Healed::default();
-    let load = Beacons { run_for: pause, after_heal: Some((healed.clone(), Duration::from_secs(12))), ..Beacons::default() };
+    let load =
+        Beacons { run_for: pause, after_heal: Some((healed.clone(), Duration::from_secs(12))), ..Beacons::default() };
     let (answers, healed) = futures::join!(beacons(load, run.clone(), gw.url.clone()), async {
         sleep(Duration::from_secs(5)).await;
         cluster.pause(1).await;
@@ -105,7 +109,8 @@ async fn spool_network_black_holed_beacons_lose_nothing_answered() {
     let run = run_id("spoolproxy");
     let hole = outage().min(Duration::from_secs(60));
     let healed = Healed::default();
-    let load = Beacons { run_for: hole, after_heal: Some((healed.clone(), Duration::from_secs(12))), ..Beacons::default() };
+    let load =
+        Beacons { run_for: hole, after_heal: Some((healed.clone(), Duration::from_secs(12))), ..Beacons::default() };
     let (answers, healed) = futures::join!(beacons(load, run.clone(), gw.url.clone()), async {
         sleep(Duration::from_secs(5)).await;
         proxy.set(Mode::BlackHole);

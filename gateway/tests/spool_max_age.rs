@@ -33,7 +33,12 @@ async fn spool_past_max_age_answers_503_then_replays_everything_it_took() {
     let run = run_id("spoolage");
     let down = Duration::from_secs(20);
     let healed = Healed::default();
-    let load = Beacons { users: 8, run_for: down, after_heal: Some((healed.clone(), Duration::from_secs(10))), ..Beacons::default() };
+    let load = Beacons {
+        users: 8,
+        run_for: down,
+        after_heal: Some((healed.clone(), Duration::from_secs(10))),
+        ..Beacons::default()
+    };
     let (answers, healed) = futures::join!(beacons(load, run.clone(), gw.url.clone()), async {
         sleep(Duration::from_secs(3)).await;
         cluster.kill9(1).await;
@@ -56,7 +61,12 @@ async fn spool_past_max_age_answers_503_then_replays_everything_it_took() {
     );
     let mut r = settle(&cluster.brokers(), &run, title, &injected, answers, healed, &gw).await;
     let after_run = run_id("spoolageafter");
-    let after = beacons(Beacons { users: 8, run_for: Duration::from_secs(5), ..Beacons::default() }, after_run.clone(), gw.url.clone()).await;
+    let after = beacons(
+        Beacons { users: 8, run_for: Duration::from_secs(5), ..Beacons::default() },
+        after_run.clone(),
+        gw.url.clone(),
+    )
+    .await;
     let recovered = reconcile("after", "", &after.logs, &read_back(&cluster.brokers(), &after_run).await, None);
     r.notes.push(format!(
         "Refused as too old: {too_old} requests. After the drain: {} of {} events answered 200, {} of them missing \

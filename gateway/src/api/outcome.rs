@@ -98,8 +98,9 @@ pub async fn produce(
             let sent = sink.send_direct(records);
             async move { sent.await.into_iter().map(|r| r.map(Stored::Kafka)).collect() }.boxed()
         };
-        actix_web::rt::time::timeout(deadline, stored).await.map_err(|_| {
-            ApiError::KafkaUnavailable { detail: "no acknowledgement before the request deadline".into(), retry_after }
+        actix_web::rt::time::timeout(deadline, stored).await.map_err(|_| ApiError::KafkaUnavailable {
+            detail: "no acknowledgement before the request deadline".into(),
+            retry_after,
         })?
     };
     if let Some(Err(SinkError::SpoolRefused(detail))) =

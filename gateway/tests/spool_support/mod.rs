@@ -51,7 +51,13 @@ pub struct Beacons {
 
 impl Default for Beacons {
     fn default() -> Self {
-        Self { users: 16, batch: 4, every: Duration::from_millis(100), run_for: Duration::from_secs(30), after_heal: None }
+        Self {
+            users: 16,
+            batch: 4,
+            every: Duration::from_millis(100),
+            run_for: Duration::from_secs(30),
+            after_heal: None,
+        }
     }
 }
 
@@ -110,7 +116,12 @@ impl BeaconRun {
 
 /// One attempt; a 200 must account for every event as accepted or spooled.
 /// Returns the answer, the events spooled and, for a refusal, why.
-async fn send_once(client: &reqwest::Client, url: &str, body: &Value, events: usize) -> (Answer, usize, Option<String>) {
+async fn send_once(
+    client: &reqwest::Client,
+    url: &str,
+    body: &Value,
+    events: usize,
+) -> (Answer, usize, Option<String>) {
     let request = client.post(format!("{url}/v1/batch")).basic_auth("demo-write-key", Some("")).json(body);
     let response = match request.send().await {
         Ok(response) => response,
@@ -126,7 +137,8 @@ async fn send_once(client: &reqwest::Client, url: &str, body: &Value, events: us
         assert_eq!(accepted + spooled, events, "every event is accepted or spooled: {body}");
         return (Answer::Status(status), spooled, None);
     }
-    let why = format!("{status} {}: {}", body["code"].as_str().unwrap_or("?"), short(body["message"].as_str().unwrap_or("")));
+    let why =
+        format!("{status} {}: {}", body["code"].as_str().unwrap_or("?"), short(body["message"].as_str().unwrap_or("")));
     (Answer::Status(status), spooled, Some(why))
 }
 
@@ -274,6 +286,10 @@ pub async fn settle(
 /// With the spool on and far from full, a beacon is never refused.
 pub fn assert_every_request_200(r: &Reconciliation) {
     let refused: usize = r.requests.iter().filter(|(status, _)| *status != "200").map(|(_, n)| n).sum();
-    assert_eq!(refused, 0, "{}: every request answered 200 while the spool takes events: {:?} ({:?})", r.scenario, r.requests, r.notes);
+    assert_eq!(
+        refused, 0,
+        "{}: every request answered 200 while the spool takes events: {:?} ({:?})",
+        r.scenario, r.requests, r.notes
+    );
     assert_eq!(r.acked, r.events_sent, "{}: every event answered 200", r.scenario);
 }

@@ -85,7 +85,10 @@ fn inspect(config: &Config, each_record: bool) -> anyhow::Result<()> {
                 let id = r.headers.iter().find(|(k, _)| k == "event-id").map_or("-", |(_, v)| v.as_str());
                 let state = if r.seq < checkpoint { "replayed" } else { "pending" };
                 let bytes = r.payload.len();
-                listing.push(format!("  seq {} {state} topic={} key={} event-id={id} bytes={bytes}", r.seq, r.topic, r.key));
+                listing.push(format!(
+                    "  seq {} {state} topic={} key={} event-id={id} bytes={bytes}",
+                    r.seq, r.topic, r.key
+                ));
             }
         })
         .with_context(|| format!("cannot read {}", path.display()))?;

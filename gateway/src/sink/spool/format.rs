@@ -117,7 +117,13 @@ pub fn scan(bytes: &[u8], base: u64) -> Scan {
 /// end of `bytes` is left unconsumed for the next call (it may be whole in
 /// the file), and so is damage that may go on: `damaged_from` carries an
 /// open damaged span from one call to the next.
-pub(super) fn scan_part(bytes: &[u8], base: u64, at_end: bool, max: usize, damaged_from: &mut Option<u64>) -> (Scan, usize) {
+pub(super) fn scan_part(
+    bytes: &[u8],
+    base: u64,
+    at_end: bool,
+    max: usize,
+    damaged_from: &mut Option<u64>,
+) -> (Scan, usize) {
     let mut scan = Scan::default();
     let mut at = 0;
     while at < bytes.len() && scan.records.len() < max {

@@ -26,6 +26,8 @@ use crate::sink::{KafkaSink, SinkError};
 const IDLE: Duration = Duration::from_millis(50);
 /// Pause after a round Kafka did not fully acknowledge.
 const BACKOFF: Duration = Duration::from_secs(1);
+/// A round still waiting for Kafka's acknowledgement is logged this often.
+const STALL_LOG: Duration = Duration::from_secs(60);
 
 /// The replay loop's state.
 pub struct Replayer {
@@ -102,7 +104,7 @@ impl Replayer {
         if processed == 0 {
             return Ok(false);
         }
-        let results = if send.is_empty() { Vec::new() } else { self.kafka.send_spooled(&send).await };
+        let results = if send.is_empty() { Vec::new() } else { acknowledged(&self.kafka, &send).await };
         let mut failed = 0;
         {
             let mut fates = self.shared.fates();
@@ -257,5 +259,23 @@ impl Replayer {
             }
         }
         Ok(())
+    }
+}
+
+/// Produces a round and waits for every acknowledgement, saying so every
+/// [`STALL_LOG`] while Kafka keeps it waiting (the records stay on disk).
+async fn acknowledged(kafka: &KafkaSink, send: &[SpooledRecord]) -> Vec<Result<crate::sink::Delivered, SinkError>> {
+    let mut sent = kafka.send_spooled(send);
+    let started = std::time::Instant::now();
+    loop {
+        match tokio::time::timeout(STALL_LOG, &mut sent).await {
+            Ok(results) => return results,
+            Err(_) => tracing::warn!(
+                first_seq = send.first().map_or(0, |r| r.seq),
+                records = send.len(),
+                waited_secs = started.elapsed().as_secs(),
+                "Spool replay still waiting for Kafka to acknowledge a round; the records stay on disk"
+            ),
+        }
     }
 }
