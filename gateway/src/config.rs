@@ -311,6 +311,16 @@ pub struct SourceConfig {
     /// IP policy, personal data, suppression and consent for this source.
     #[serde(default)]
     pub privacy: crate::privacy::SourcePrivacy,
+    /// With `[spool]` enabled, whether this source's events may go to the
+    /// spool (the default). `false`: they wait for Kafka and get 503 when it
+    /// cannot take them, exactly as with the spool off (for a source whose
+    /// clients retry and would rather hear 503 than wait for a replay).
+    #[serde(default = "default_spool")]
+    pub spool: bool,
+}
+
+fn default_spool() -> bool {
+    true
 }
 
 impl SourceConfig {

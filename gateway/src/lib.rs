@@ -145,7 +145,7 @@ impl AppState {
             return Self::with_kafka(config);
         }
         let kafka = sink::KafkaSink::with_message_timeout(&config.kafka, config.spool.delivery_timeout_ms)?;
-        let sink = sink::SpoolSink::open(&config.spool, kafka)?;
+        let sink = sink::SpoolSink::open(&config.spool, kafka)?.direct_to(config.kafka.clone());
         Self::new(config, Arc::new(sink))
     }
 }

@@ -165,12 +165,12 @@ async fn clients<F: std::future::Future<Output = Instant>>(
 ) -> (Vec<BatchLog>, Instant) {
     let sdk = Load { users: 10, run_for, ..Load::default() };
     let beacon = Beacons { users: 6, run_for, ..Beacons::default() };
-    let (mut logs, (beacon_logs, _), healed) = futures::join!(
+    let (mut logs, beacon_run, healed) = futures::join!(
         load::run(sdk, run.to_owned(), url.to_owned()),
         beacons(beacon, format!("{run}-beacon"), url.to_owned()),
         fault
     );
-    logs.extend(beacon_logs);
+    logs.extend(beacon_run.logs);
     (logs, healed)
 }
 

@@ -53,3 +53,18 @@ fn bounds_are_checked_only_when_the_spool_is_on() {
     let unknown = load("dev.toml", &[("EVENTGW__SPOOL__FSYNC", "false")]).expect_err("unknown key");
     assert!(unknown.to_string().contains("fsync"), "{unknown}");
 }
+
+#[test]
+fn a_source_may_opt_out_of_the_spool() {
+    let dev = std::fs::read_to_string(common::repo_root().join("gateway/config/dev.toml")).expect("dev config");
+    let edited = dev.replacen("strict = true\n", "strict = true\nspool = false\n", 1);
+    assert_ne!(edited, dev, "the billing backend source is strict in dev.toml");
+    let path = common::repo_root().join("gateway/config").join(format!(".spool-source-{}.toml", std::process::id()));
+    std::fs::write(&path, edited).expect("write");
+    let config = Config::load_with_env(&path, std::iter::empty());
+    let _ = std::fs::remove_file(&path);
+    let config = config.expect("`spool = false` is a source key");
+    let spool_of = |id: &str| config.sources.iter().find(|s| s.id == id).map(|s| s.spool);
+    assert_eq!(spool_of("billing-backend"), Some(false));
+    assert_eq!(spool_of("demo"), Some(true), "sources use the spool by default");
+}

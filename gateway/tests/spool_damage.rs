@@ -54,7 +54,8 @@ async fn torn_tail_and_flipped_byte_are_reported_and_the_rest_replayed() {
     cluster.kill9(1).await;
     let run = run_id("spooldamage");
     let load = Beacons { users: 4, run_for: Duration::from_secs(6), ..Beacons::default() };
-    let (logs, spooled) = beacons(load, run.clone(), gw.url.clone()).await;
+    let beacon_run = beacons(load, run.clone(), gw.url.clone()).await;
+    let (logs, spooled) = (beacon_run.logs, beacon_run.spooled);
     gw.kill9();
     let files = segments(&dir);
     assert!(files.len() >= 3, "several segments were written: {files:?}");

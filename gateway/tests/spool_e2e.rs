@@ -13,6 +13,10 @@ use gateway::config::Config;
 use serde_json::{Value, json};
 
 fn spool_config(brokers: &str, name: &str) -> (Config, std::path::PathBuf) {
+    spool_config_with(brokers, name, &[])
+}
+
+fn spool_config_with(brokers: &str, name: &str, extra: &[(&str, &str)]) -> (Config, std::path::PathBuf) {
     let dir = std::env::temp_dir().join(format!("eventgw-spool-e2e-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let env = [
@@ -21,8 +25,9 @@ fn spool_config(brokers: &str, name: &str) -> (Config, std::path::PathBuf) {
         ("EVENTGW__SPOOL__DIR", dir.display().to_string()),
         ("EVENTGW__SPOOL__ACK_TIMEOUT_MS", "500".to_owned()),
     ];
+    let env = env.into_iter().chain(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
     let path = common::repo_root().join("gateway/config/dev.toml");
-    let config = Config::load_with_env(&path, env.into_iter().map(|(k, v)| (k.to_owned(), v))).expect("config");
+    let config = Config::load_with_env(&path, env.map(|(k, v)| (k.to_owned(), v))).expect("config");
     (config, dir)
 }
 
@@ -126,4 +131,102 @@ async fn track(url: &str, id: &str) -> (u16, Value) {
         reqwest::Client::new().post(format!("{url}/v1/track")).basic_auth("demo-write-key", Some("")).json(&one);
     let (status, _, answer) = common::answer(response.send().await.expect("sent")).await;
     (status, answer)
+}
+
+/// `spool.max_age_secs`: once the oldest record not yet in Kafka is older
+/// than that, new requests are refused with 503 `kafka_unavailable` naming
+/// the bound (never accepted and dropped), `/readyz` turns red, and what the
+/// spool holds stays on disk for replay.
+#[actix_web::test]
+async fn past_max_age_new_requests_get_503_and_the_spool_keeps_what_it_holds() {
+    let (config, dir) = spool_config_with("127.0.0.1:9", "age", &[("EVENTGW__SPOOL__MAX_AGE_SECS", "1")]);
+    let url = serve(AppState::serving(config).expect("state")).await;
+    let first = common::unique("age-first");
+    let (status, answer) = track(&url, &first).await;
+    assert_eq!((status, answer["events"][0]["status"].clone()), (200, json!("spooled")), "{answer}");
+    let (status, ready) = get(&format!("{url}/readyz")).await;
+    assert_eq!(status, 200, "young spool, still ready: {ready}");
+
+    actix_web::rt::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let late = common::unique("age-late");
+    let response = reqwest::Client::new()
+        .post(format!("{url}/v1/track"))
+        .basic_auth("demo-write-key", Some(""))
+        .json(&json!({"type": "track", "event": "Link Clicked", "userId": "u2", "messageId": late, "properties": {"href": "https://c.example/"}}))
+        .send()
+        .await
+        .expect("sent");
+    let (status, headers, answer) = common::answer(response).await;
+    assert_eq!(status, 503, "past max_age a new request is refused, not accepted: {answer}");
+    assert_eq!(answer["code"], "kafka_unavailable", "{answer}");
+    assert!(answer["message"].as_str().is_some_and(|m| m.contains("spool.max_age_secs")), "{answer}");
+    assert!(headers.contains_key("retry-after"), "the client is told when to retry");
+
+    let (status, ready) = get(&format!("{url}/readyz")).await;
+    assert_eq!(status, 503, "not ready while the spool refuses: {ready}");
+    assert!(ready["message"].as_str().is_some_and(|m| m.contains("spool.max_age_secs")), "{ready}");
+    let (_, metrics) = get(&format!("{url}/metrics")).await;
+    let metrics = metrics.as_str().expect("text").to_owned();
+    assert!(metrics.contains("eventgw_spool_records 1"), "the refused event was not appended: {metrics}");
+    // What the spool holds stays on disk for replay: the first event is there, the refused one is not.
+    let mut ids = Vec::new();
+    for entry in std::fs::read_dir(&dir).expect("dir").filter_map(Result::ok) {
+        if entry.path().extension().is_some_and(|x| x == "seg") {
+            gateway::sink::spool::read_segment(&entry.path(), |r| {
+                ids.extend(r.headers.iter().filter(|(k, _)| k == "event-id").map(|(_, v)| v.clone()));
+            })
+            .expect("segment reads");
+        }
+    }
+    assert_eq!(ids, vec![first], "on disk: the spooled event only");
+}
+
+/// `spool = false` on a source: with Kafka away its events get 503
+/// `kafka_unavailable` as with the spool off (through its own producer,
+/// which gives up within the request deadline) and never reach the spool,
+/// while another source's events are spooled and answered 200.
+#[actix_web::test]
+async fn a_source_without_the_spool_gets_503_while_others_are_spooled() {
+    let (mut config, _dir) = spool_config("127.0.0.1:9", "per-source");
+    let mut opted_out = config.sources.iter().find(|s| s.id == "demo").expect("demo source").clone();
+    opted_out.id = "demo-no-spool".into();
+    opted_out.write_key = Some("demo-no-spool-key".into());
+    opted_out.spool = false;
+    config.sources.push(opted_out);
+    let url = serve(AppState::serving(config).expect("state")).await;
+
+    let started = std::time::Instant::now();
+    let id = common::unique("no-spool");
+    let one = json!({"type": "track", "event": "Link Clicked", "userId": "u3", "messageId": id, "properties": {"href": "https://d.example/"}});
+    let response = reqwest::Client::new()
+        .post(format!("{url}/v1/track"))
+        .basic_auth("demo-no-spool-key", Some(""))
+        .json(&one)
+        .send()
+        .await
+        .expect("sent");
+    let (status, headers, answer) = common::answer(response).await;
+    assert_eq!(status, 503, "the opted-out source hears 503, as without the spool: {answer}");
+    assert_eq!(answer["code"], "kafka_unavailable", "{answer}");
+    assert!(headers.contains_key("retry-after"));
+    eprintln!("opted-out source answered 503 after {:?}", started.elapsed());
+    let (_, metrics) = get(&format!("{url}/metrics")).await;
+    let metrics = metrics.as_str().expect("text").to_owned();
+    assert!(metrics.contains("eventgw_spool_appended_total 0"), "nothing of it was spooled: {metrics}");
+
+    // The same event from a source that keeps the spool: spooled, 200.
+    let (status, answer) = track(&url, &common::unique("with-spool")).await;
+    assert_eq!((status, answer["events"][0]["status"].clone()), (200, json!("spooled")), "{answer}");
+    // And while the spool holds records, the opted-out source still is not spooled.
+    let response = reqwest::Client::new()
+        .post(format!("{url}/v1/track"))
+        .basic_auth("demo-no-spool-key", Some(""))
+        .json(&json!({"type": "track", "event": "Link Clicked", "userId": "u3", "messageId": common::unique("no-spool-2"), "properties": {"href": "https://d.example/"}}))
+        .send()
+        .await
+        .expect("sent");
+    let (status, _, answer) = common::answer(response).await;
+    assert_eq!((status, answer["code"].clone()), (503, json!("kafka_unavailable")), "{answer}");
+    let (_, ready) = get(&format!("{url}/readyz")).await;
+    assert_eq!(ready["spool"]["appendedTotal"], 1, "only the other source's event is spooled: {ready}");
 }

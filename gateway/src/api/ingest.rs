@@ -176,7 +176,8 @@ pub async fn ingest(
     }
     let deadline = Duration::from_millis(state.config.server.request_timeout_ms);
     let started = Instant::now();
-    let answer = outcome::produce(state.sink.as_ref(), planned, deadline, state.config.server.retry_after_secs).await?;
+    let retry_after = state.config.server.retry_after_secs;
+    let answer = outcome::produce(state.sink.as_ref(), planned, deadline, retry_after, source.spool).await?;
     state.metrics.produce_latency.observe(started.elapsed().as_secs_f64());
     count_events(state, endpoint, &answer);
     Ok(answer)

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use futures::FutureExt;
 use serde::Serialize;
 
 use crate::error::ApiError;
@@ -95,12 +96,14 @@ pub struct EventOutcome {
     pub errors: Vec<eventgw_schemas::SchemaViolation>,
 }
 
-/// Produces every record of `planned` at once and builds the answer.
+/// Produces every record of `planned` at once and builds the answer;
+/// `spool`: whether the source lets its records go to the spool.
 pub async fn produce(
     sink: &dyn Sink,
     planned: Vec<Planned>,
     deadline: Duration,
     retry_after: u64,
+    spool: bool,
 ) -> Result<BatchAnswer, ApiError> {
     let mut planned = planned;
     // Move each record out to the producer, leaving only its topic behind for
@@ -121,8 +124,15 @@ pub async fn produce(
     let stored = if records.is_empty() {
         Vec::new()
     } else {
-        actix_web::rt::time::timeout(deadline, sink.store_all(records, deadline)).await.map_err(|_| {
-            ApiError::KafkaUnavailable { detail: "no acknowledgement before the request deadline".into(), retry_after }
+        let stored = if spool {
+            sink.store_all(records, deadline)
+        } else {
+            let sent = sink.send_direct(records);
+            async move { sent.await.into_iter().map(|r| r.map(Stored::Kafka)).collect() }.boxed()
+        };
+        actix_web::rt::time::timeout(deadline, stored).await.map_err(|_| ApiError::KafkaUnavailable {
+            detail: "no acknowledgement before the request deadline".into(),
+            retry_after,
         })?
     };
     if let Some(Err(SinkError::SpoolRefused(detail))) =

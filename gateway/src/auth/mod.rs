@@ -38,6 +38,8 @@ pub struct Source {
     pub strict: bool,
     /// Whether its key may travel in a URL (pixel, beacon, settings paths).
     pub key_in_url: bool,
+    /// Whether its events may go to the spool (`sources.spool`).
+    pub spool: bool,
 }
 
 /// Left in the request's extensions once a source is authenticated, so
@@ -98,6 +100,7 @@ impl AuthState {
                 origins: OriginPolicy::for_source(s),
                 strict: s.strict,
                 key_in_url: s.key_in_url(),
+                spool: s.spool,
             });
             if let Some(hash) = configured_hash(s)? {
                 by_key_hash.insert(hash, Arc::clone(&source));

@@ -83,6 +83,13 @@ pub trait Sink: Send + Sync + 'static {
         async move { sent.await.into_iter().map(|r| r.map(Stored::Kafka)).collect() }.boxed()
     }
 
+    /// As [`Sink::send_all`], for a source that opted out of the spool: a
+    /// sink with a spool sends through a producer that gives up within the
+    /// request deadline, as without the spool.
+    fn send_direct(&self, records: Vec<OutRecord>) -> BoxFuture<'static, Vec<Result<Delivered, SinkError>>> {
+        self.send_all(records)
+    }
+
     /// The spool's state, for `/readyz` and `/metrics`; `None` without a spool.
     fn spool_status(&self) -> Option<SpoolStatus> {
         None

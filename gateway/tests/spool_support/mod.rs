@@ -4,14 +4,16 @@
 //! order check over what Kafka holds.
 #![allow(dead_code, missing_docs)]
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::faults_harness::gateway_process::GatewayProcess;
 use crate::faults_harness::load::{Answer, Attempt, BatchLog};
+use crate::faults_harness::reconcile::{Reconciliation, read_back, reconcile};
 use crate::faults_harness::{REQUEST_TIMEOUT_MS, blocking, sleep};
 
 /// `[spool]` overrides: on, in `dir`, Kafka given 1 s of the 6 s deadline.
@@ -41,11 +43,44 @@ pub struct Beacons {
     pub batch: usize,
     pub every: Duration,
     pub run_for: Duration,
+    /// When set, users also keep sending until this long after the fault
+    /// ended (a broker restart can take minutes on a busy machine, and the
+    /// answers after it are part of what is checked).
+    pub after_heal: Option<(Healed, Duration)>,
 }
 
 impl Default for Beacons {
     fn default() -> Self {
-        Self { users: 16, batch: 4, every: Duration::from_millis(100), run_for: Duration::from_secs(30) }
+        Self {
+            users: 16,
+            batch: 4,
+            every: Duration::from_millis(100),
+            run_for: Duration::from_secs(30),
+            after_heal: None,
+        }
+    }
+}
+
+impl Beacons {
+    fn running(&self, stop: Instant) -> bool {
+        let now = Instant::now();
+        match &self.after_heal {
+            None => now < stop,
+            Some((healed, tail)) => now < stop || healed.0.get().is_none_or(|at| now < at + *tail),
+        }
+    }
+}
+
+/// When the fault ended, set by the scenario's fault side.
+#[derive(Debug, Clone, Default)]
+pub struct Healed(Rc<std::cell::Cell<Option<Instant>>>);
+
+impl Healed {
+    /// Marks the fault ended now; returns the instant.
+    pub fn now(&self) -> Instant {
+        let at = Instant::now();
+        self.0.set(Some(at));
+        at
     }
 }
 
@@ -58,12 +93,44 @@ fn event(id: &str, user: usize, seq: usize) -> Value {
     json!({"type": "track", "event": name, "userId": format!("user-{user}"), "messageId": id, "properties": props})
 }
 
+/// What beacon clients saw.
+#[derive(Debug, Default)]
+pub struct BeaconRun {
+    pub logs: Vec<BatchLog>,
+    /// Events answered `spooled`.
+    pub spooled: usize,
+    /// Requests not answered 200, by status, error code and message (the
+    /// diagnosis of any refusal), with when the first one was sent.
+    pub refused: BTreeMap<String, usize>,
+}
+
+impl BeaconRun {
+    /// The refusals as one line for a report.
+    pub fn refusals(&self) -> String {
+        if self.refused.is_empty() {
+            return "none".into();
+        }
+        self.refused.iter().map(|(why, n)| format!("{n} × {why}")).collect::<Vec<_>>().join("; ")
+    }
+}
+
 /// One attempt; a 200 must account for every event as accepted or spooled.
-async fn send_once(client: &reqwest::Client, url: &str, body: &Value, events: usize) -> (Answer, usize) {
+/// Returns the answer, the events spooled and, for a refusal, why.
+async fn send_once(
+    client: &reqwest::Client,
+    url: &str,
+    body: &Value,
+    events: usize,
+) -> (Answer, usize, Option<String>) {
     let request = client.post(format!("{url}/v1/batch")).basic_auth("demo-write-key", Some("")).json(body);
-    let Ok(response) = request.send().await else { return (Answer::NoAnswer, 0) };
+    let response = match request.send().await {
+        Ok(response) => response,
+        Err(error) => return (Answer::NoAnswer, 0, Some(format!("no answer ({})", short(&error.to_string())))),
+    };
     let status = response.status().as_u16();
-    let Ok(body) = response.json::<Value>().await else { return (Answer::NoAnswer, 0) };
+    let Ok(body) = response.json::<Value>().await else {
+        return (Answer::NoAnswer, 0, Some(format!("{status} with no JSON body")));
+    };
     let spooled = body["spooled"].as_u64().unwrap_or(0) as usize;
     if status == 200 {
         let accepted = body["accepted"].as_u64().unwrap_or(0) as usize;
@@ -71,14 +138,22 @@ async fn send_once(client: &reqwest::Client, url: &str, body: &Value, events: us
         let duplicate = body["duplicate"].as_u64().unwrap_or(0) as usize;
         crate::faults_harness::load::DUPLICATE_ANSWERS.fetch_add(duplicate, std::sync::atomic::Ordering::Relaxed);
         assert_eq!(accepted + spooled + duplicate, events, "every event is accepted, spooled or a duplicate: {body}");
+        return (Answer::Status(status), spooled, None);
     }
-    (Answer::Status(status), spooled)
+    let why =
+        format!("{status} {}: {}", body["code"].as_str().unwrap_or("?"), short(body["message"].as_str().unwrap_or("")));
+    (Answer::Status(status), spooled, Some(why))
+}
+
+fn short(text: &str) -> String {
+    text.chars().take(140).collect()
 }
 
 /// Beacon clients: each user sends its batches one after another (so its
 /// events have an order), every batch exactly once whatever the answer.
-/// Returns the batch logs and how many events were answered `spooled`.
-pub async fn beacons(load: Beacons, run_id: String, url: String) -> (Vec<BatchLog>, usize) {
+/// Returns the batch logs, how many events were answered `spooled`, and why
+/// requests were refused.
+pub async fn beacons(load: Beacons, run_id: String, url: String) -> BeaconRun {
     let client =
         reqwest::Client::builder().timeout(Duration::from_millis(REQUEST_TIMEOUT_MS + 2000)).build().expect("client");
     let stop = Instant::now() + load.run_for;
@@ -88,32 +163,36 @@ pub async fn beacons(load: Beacons, run_id: String, url: String) -> (Vec<BatchLo
             let shared = Rc::clone(&shared);
             actix_web::rt::spawn(async move {
                 let (client, url, run_id, load) = &*shared;
-                let mut logs = Vec::new();
-                let mut spooled = 0;
+                let mut run = BeaconRun::default();
                 sleep(load.every * user as u32 / load.users as u32).await;
                 let mut seq = 0;
-                while Instant::now() < stop {
+                while load.running(stop) {
                     let ids: Vec<String> = (0..load.batch).map(|k| format!("{run_id}-u{user}-b{seq}-e{k}")).collect();
                     let events: Vec<Value> = ids.iter().enumerate().map(|(k, id)| event(id, user, seq + k)).collect();
                     let started = Instant::now();
-                    let (answer, n) = send_once(client, url, &json!({"batch": events}), load.batch).await;
-                    spooled += n;
-                    logs.push(BatchLog { ids, attempts: vec![Attempt { started, ended: Instant::now(), answer }] });
+                    let (answer, n, why) = send_once(client, url, &json!({"batch": events}), load.batch).await;
+                    run.spooled += n;
+                    if let Some(why) = why {
+                        *run.refused.entry(why).or_default() += 1;
+                    }
+                    run.logs.push(BatchLog { ids, attempts: vec![Attempt { started, ended: Instant::now(), answer }] });
                     seq += 1;
                     sleep(load.every).await;
                 }
-                (logs, spooled)
+                run
             })
         })
         .collect();
-    let mut logs = Vec::new();
-    let mut spooled = 0;
+    let mut all = BeaconRun::default();
     for user in users {
-        let (l, n) = user.await.expect("user task");
-        logs.extend(l);
-        spooled += n;
+        let run = user.await.expect("user task");
+        all.logs.extend(run.logs);
+        all.spooled += run.spooled;
+        for (why, n) in run.refused {
+            *all.refused.entry(why).or_default() += n;
+        }
     }
-    (logs, spooled)
+    all
 }
 
 /// The spool's part of `/readyz`, when the gateway answers.
@@ -174,4 +253,46 @@ pub async fn order_violations(brokers: &str, run_id: &str) -> (usize, Vec<String
         (checked, violations)
     })
     .await
+}
+
+/// Reads back, reconciles, checks order and exactly-once, writes the report.
+pub async fn settle(
+    brokers: &str,
+    run: &str,
+    title: &str,
+    injected: &str,
+    answers: BeaconRun,
+    healed: Instant,
+    gw: &GatewayProcess,
+) -> Reconciliation {
+    wait_drained(&gw.url, Duration::from_secs(300)).await;
+    let drained = healed.elapsed();
+    let status = spool_status(&gw.url).await.unwrap_or_default();
+    let stored = read_back(brokers, run).await;
+    let (checked, violations) = order_violations(brokers, run).await;
+    let mut r = reconcile(title, injected, &answers.logs, &stored, Some(healed));
+    r.peak_rss = format!("gateway {:.0} MiB", gw.peak_mib());
+    r.notes.push(format!(
+        "Events answered `spooled`: {}. Spool drained (empty, direct again) by {:.1} s after the fault ended. Per-key order: {checked} \
+         records checked, {} out of order. Requests not answered 200: {}. Slowest spool write + fsync: {} ms.",
+        answers.spooled,
+        drained.as_secs_f64(),
+        violations.len(),
+        answers.refusals(),
+        status["slowestCommitMs"]
+    ));
+    assert!(violations.is_empty(), "{title}: per-key order broken: {:?}", &violations[..violations.len().min(10)]);
+    assert_eq!(r.duplicates, 0, "{title}: exactly once per messageId");
+    r
+}
+
+/// With the spool on and far from full, a beacon is never refused.
+pub fn assert_every_request_200(r: &Reconciliation) {
+    let refused: usize = r.requests.iter().filter(|(status, _)| *status != "200").map(|(_, n)| n).sum();
+    assert_eq!(
+        refused, 0,
+        "{}: every request answered 200 while the spool takes events: {:?} ({:?})",
+        r.scenario, r.requests, r.notes
+    );
+    assert_eq!(r.acked, r.events_sent, "{}: every event answered 200", r.scenario);
 }

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 
 use super::store::{LOCK_FILE, read_checkpoint, recover, segment_files};
-use super::{SpoolSink, format};
+use super::{SpoolSink, reader};
 use crate::config::Config;
 use crate::sink::{KafkaSink, Sink};
 
@@ -76,37 +76,35 @@ fn inspect(config: &Config, each_record: bool) -> anyhow::Result<()> {
     let checkpoint = read_checkpoint(dir);
     println!("spool {} (replayed below seq {checkpoint})", dir.display());
     for (_, path) in segment_files(dir)? {
-        let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
-        let header = format::SEGMENT_HEADER.len();
-        let mut scan = format::scan(bytes.get(header..).unwrap_or_default(), header as u64);
-        if !bytes.starts_with(format::SEGMENT_HEADER) {
-            scan.damage.insert(0, format::Damage { offset: 0, len: bytes.len().min(header) as u64, torn_tail: false });
-        }
-        let seqs = scan.records.first().zip(scan.records.last()).map(|(a, b)| format!("seq {}..={}", a.seq, b.seq));
+        let (mut count, mut first, mut last, mut listing) = (0, None, None, Vec::new());
+        let (len, damage) = reader::read_segment(&path, |r| {
+            count += 1;
+            first.get_or_insert(r.seq);
+            last = Some(r.seq);
+            if each_record {
+                let id = r.headers.iter().find(|(k, _)| k == "event-id").map_or("-", |(_, v)| v.as_str());
+                let state = if r.seq < checkpoint { "replayed" } else { "pending" };
+                let bytes = r.payload.len();
+                listing.push(format!(
+                    "  seq {} {state} topic={} key={} event-id={id} bytes={bytes}",
+                    r.seq, r.topic, r.key
+                ));
+            }
+        })
+        .with_context(|| format!("cannot read {}", path.display()))?;
+        let seqs = first.zip(last).map(|(a, b)| format!("seq {a}..={b}"));
         println!(
-            "{}: {} bytes, {} records ({}), {} damaged span(s)",
+            "{}: {len} bytes, {count} records ({}), {} damaged span(s)",
             path.display(),
-            bytes.len(),
-            scan.records.len(),
             seqs.unwrap_or_else(|| "none".into()),
-            scan.damage.len()
+            damage.len()
         );
-        for d in &scan.damage {
+        for d in &damage {
             let kind = if d.torn_tail { "torn tail" } else { "checksum failure" };
             println!("  damaged: {kind} at offset {}, {} bytes skipped", d.offset, d.len);
         }
-        if each_record {
-            for r in &scan.records {
-                let id = r.headers.iter().find(|(k, _)| k == "event-id").map_or("-", |(_, v)| v.as_str());
-                let state = if r.seq < checkpoint { "replayed" } else { "pending" };
-                println!(
-                    "  seq {} {state} topic={} key={} event-id={id} bytes={}",
-                    r.seq,
-                    r.topic,
-                    r.key,
-                    r.payload.len()
-                );
-            }
+        for line in listing {
+            println!("{line}");
         }
     }
     Ok(())

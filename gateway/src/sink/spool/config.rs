@@ -32,8 +32,9 @@ pub struct SpoolConfig {
     /// waiting instead of a timeout that could leave a record "possibly
     /// stored" and replay it twice. 0 means never give up.
     pub delivery_timeout_ms: u64,
-    /// Testing only: skip the fsync (the control that shows the harness
-    /// would see a loss). Never set in production.
+    /// Benchmarks only: answer spooled events without waiting for the
+    /// fsync (the control that prices the fsync in `scripts/bench spool`).
+    /// A crash then loses what was answered 200; logged as an error at start.
     pub unsafe_skip_fsync: bool,
 }
 

@@ -20,7 +20,7 @@ pub const SEGMENT_HEADER: &[u8; 8] = b"EVGWSPL1";
 /// The first bytes of every frame: where the reader resynchronises.
 const MAGIC: u32 = 0x4c4f_5053;
 /// magic + len + crc.
-const FRAME_HEAD: usize = 12;
+pub(super) const FRAME_HEAD: usize = 12;
 /// seq + appended_at_ms, inside `len`.
 const FRAME_FIXED: usize = 16;
 /// A frame claiming more than this is damage, not a record.
@@ -109,51 +109,99 @@ fn put_bytes32(out: &mut Vec<u8>, bytes: &[u8]) {
 /// Reads every frame of `bytes`, which start at file offset `base`.
 /// Damage is recorded and stepped over.
 pub fn scan(bytes: &[u8], base: u64) -> Scan {
+    scan_part(bytes, base, true, usize::MAX, &mut None).0
+}
+
+/// Reads up to `max` frames of `bytes` (file offset `base`); returns them
+/// and how many bytes were consumed. Unless `at_end`, a frame cut off by the
+/// end of `bytes` is left unconsumed for the next call (it may be whole in
+/// the file), and so is damage that may go on: `damaged_from` carries an
+/// open damaged span from one call to the next.
+pub(super) fn scan_part(
+    bytes: &[u8],
+    base: u64,
+    at_end: bool,
+    max: usize,
+    damaged_from: &mut Option<u64>,
+) -> (Scan, usize) {
     let mut scan = Scan::default();
     let mut at = 0;
-    let mut damaged_from: Option<usize> = None;
-    while at < bytes.len() {
+    while at < bytes.len() && scan.records.len() < max {
         match read_frame(&bytes[at..]) {
-            Some((record, used)) => {
+            Frame::Whole(record, used) => {
                 if let Some(from) = damaged_from.take() {
-                    scan.damage.push(Damage { offset: base + from as u64, len: (at - from) as u64, torn_tail: false });
+                    let len = base + at as u64 - from;
+                    scan.damage.push(Damage { offset: from, len, torn_tail: false });
                 }
                 scan.records.push(record);
                 scan.valid_bytes += used as u64;
                 at += used;
             }
-            None => {
-                damaged_from.get_or_insert(at);
-                at = next_magic(bytes, at + 1);
+            Frame::Short if !at_end => break,
+            Frame::Short | Frame::Bad => {
+                damaged_from.get_or_insert(base + at as u64);
+                at = resync(bytes, at + 1, at_end);
             }
         }
     }
-    if let Some(from) = damaged_from {
-        scan.damage.push(Damage { offset: base + from as u64, len: (bytes.len() - from) as u64, torn_tail: true });
+    if at_end
+        && at >= bytes.len()
+        && let Some(from) = damaged_from.take()
+    {
+        scan.damage.push(Damage { offset: from, len: base + bytes.len() as u64 - from, torn_tail: true });
     }
-    scan
+    (scan, at)
 }
 
-fn next_magic(bytes: &[u8], from: usize) -> usize {
+/// Where the next frame may start: the next magic at or after `from`; with
+/// none, the end, or (unless `at_end`) the last bytes that could begin one.
+fn resync(bytes: &[u8], from: usize, at_end: bool) -> usize {
     let needle = MAGIC.to_le_bytes();
-    bytes.get(from..).and_then(|rest| rest.windows(4).position(|w| w == needle)).map_or(bytes.len(), |p| from + p)
+    match bytes.get(from..).and_then(|rest| rest.windows(4).position(|w| w == needle)) {
+        Some(p) => from + p,
+        None if at_end => bytes.len(),
+        None => from.max(bytes.len().saturating_sub(needle.len() - 1)).min(bytes.len()),
+    }
+}
+
+/// What the bytes at a position hold.
+enum Frame {
+    /// A whole frame whose checksum holds, and its length.
+    Whole(SpooledRecord, usize),
+    /// The start of a frame whose end is not in the bytes.
+    Short,
+    /// Not a frame.
+    Bad,
 }
 
 /// One frame at the start of `bytes`, if it is whole and its checksum holds.
-fn read_frame(bytes: &[u8]) -> Option<(SpooledRecord, usize)> {
-    let mut r = Reader { bytes, at: 0 };
-    if r.u32()? != MAGIC {
-        return None;
+fn read_frame(bytes: &[u8]) -> Frame {
+    let magic = MAGIC.to_le_bytes();
+    if bytes.len() < FRAME_HEAD {
+        let prefix = bytes.len().min(magic.len());
+        return if bytes[..prefix] == magic[..prefix] { Frame::Short } else { Frame::Bad };
     }
-    let len = r.u32()? as usize;
-    let crc = r.u32()?;
-    if !(FRAME_FIXED..=MAX_FRAME).contains(&len) || bytes.len() < FRAME_HEAD + len {
-        return None;
+    let mut r = Reader { bytes, at: 0 };
+    let (Some(found), Some(len), Some(crc)) = (r.u32(), r.u32(), r.u32()) else { return Frame::Bad };
+    let len = len as usize;
+    if found != MAGIC || !(FRAME_FIXED..=MAX_FRAME).contains(&len) {
+        return Frame::Bad;
+    }
+    if bytes.len() < FRAME_HEAD + len {
+        return Frame::Short;
     }
     let checked = &bytes[FRAME_HEAD..FRAME_HEAD + len];
     if crc32fast::hash(checked) != crc {
-        return None;
+        return Frame::Bad;
     }
+    match decode(checked) {
+        Some(record) => Frame::Whole(record, FRAME_HEAD + len),
+        None => Frame::Bad,
+    }
+}
+
+/// The record inside a frame whose checksum holds.
+fn decode(checked: &[u8]) -> Option<SpooledRecord> {
     let mut r = Reader { bytes: checked, at: 0 };
     let seq = r.u64()?;
     let appended_at_ms = r.u64()?;
@@ -167,7 +215,7 @@ fn read_frame(bytes: &[u8]) -> Option<(SpooledRecord, usize)> {
     let payload_len = r.u32()? as usize;
     let payload = r.take(payload_len)?.to_vec();
     (r.at == checked.len()).then_some(())?;
-    Some((SpooledRecord { seq, appended_at_ms, topic, key, headers, payload }, FRAME_HEAD + len))
+    Some(SpooledRecord { seq, appended_at_ms, topic, key, headers, payload })
 }
 
 /// Bounds-checked little-endian reads.

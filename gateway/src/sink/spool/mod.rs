@@ -14,6 +14,7 @@
 pub mod cli;
 mod config;
 mod format;
+mod reader;
 mod replay;
 mod sink;
 mod store;
@@ -23,6 +24,7 @@ use std::path::Path;
 
 pub use config::SpoolConfig;
 pub use format::{Damage, SEGMENT_HEADER, SpooledRecord, scan};
+pub use reader::{SegmentReader, read_segment};
 pub use sink::{SpoolSink, SpoolStatus};
 pub use store::{Recovered, recover};
 

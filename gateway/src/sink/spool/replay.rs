@@ -7,7 +7,6 @@
 //! appended, the writer deletes the rest and requests go direct again.
 
 use std::collections::VecDeque;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -17,6 +16,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use super::format::{self, SpooledRecord};
+use super::reader;
 use super::store::{Fate, Shared, write_checkpoint};
 use super::writer::Command;
 use crate::sink::{KafkaSink, SinkError};
@@ -26,6 +26,8 @@ use crate::sink::{KafkaSink, SinkError};
 const IDLE: Duration = Duration::from_millis(50);
 /// Pause after a round Kafka did not fully acknowledge.
 const BACKOFF: Duration = Duration::from_secs(1);
+/// A round still waiting for Kafka's acknowledgement is logged this often.
+const STALL_LOG: Duration = Duration::from_secs(60);
 
 /// The replay loop's state.
 pub struct Replayer {
@@ -102,7 +104,7 @@ impl Replayer {
         if processed == 0 {
             return Ok(false);
         }
-        let results = if send.is_empty() { Vec::new() } else { self.kafka.send_spooled(&send).await };
+        let results = if send.is_empty() { Vec::new() } else { acknowledged(&self.kafka, &send).await };
         let mut failed = 0;
         {
             let mut fates = self.shared.fates();
@@ -232,14 +234,19 @@ impl Replayer {
                 _ => format::SEGMENT_HEADER.len() as u64,
             };
             if offset < segment.len {
-                let bytes = read_range(&segment.path, offset, segment.len).map_err(|e| e.to_string())?;
+                // A bounded step: at most one round's records, one chunk of the file.
+                let mut reader = reader::SegmentReader::open(&segment.path, offset, segment.len)
+                    .map_err(|e| format!("{}: {e}", segment.path.display()))?;
+                let records = reader.next(self.batch).map_err(|e| format!("{}: {e}", segment.path.display()))?;
                 let floor = self.shared.index().replayed_through;
-                let scan = format::scan(&bytes, offset);
-                if let Some(last) = scan.records.last() {
+                if let Some(last) = records.last() {
                     self.max_read = self.max_read.max(Some(last.seq));
                 }
-                self.queue.extend(scan.records.into_iter().filter(|r| r.seq >= floor));
-                self.cursor = Some((segment.first_seq, segment.len));
+                self.queue.extend(records.into_iter().filter(|r| r.seq >= floor));
+                self.cursor = Some((segment.first_seq, reader.offset()));
+                if reader.offset() < segment.len {
+                    continue;
+                }
             } else {
                 self.cursor = Some((segment.first_seq, offset));
             }
@@ -255,11 +262,20 @@ impl Replayer {
     }
 }
 
-/// Bytes `[from, to)` of `path`.
-fn read_range(path: &std::path::Path, from: u64, to: u64) -> std::io::Result<Vec<u8>> {
-    let mut file = std::fs::File::open(path)?;
-    file.seek(SeekFrom::Start(from))?;
-    let mut bytes = vec![0; usize::try_from(to - from).map_err(std::io::Error::other)?];
-    file.read_exact(&mut bytes)?;
-    Ok(bytes)
+/// Produces a round and waits for every acknowledgement, saying so every
+/// [`STALL_LOG`] while Kafka keeps it waiting (the records stay on disk).
+async fn acknowledged(kafka: &KafkaSink, send: &[SpooledRecord]) -> Vec<Result<crate::sink::Delivered, SinkError>> {
+    let mut sent = kafka.send_spooled(send);
+    let started = std::time::Instant::now();
+    loop {
+        match tokio::time::timeout(STALL_LOG, &mut sent).await {
+            Ok(results) => return results,
+            Err(_) => tracing::warn!(
+                first_seq = send.first().map_or(0, |r| r.seq),
+                records = send.len(),
+                waited_secs = started.elapsed().as_secs(),
+                "Spool replay still waiting for Kafka to acknowledge a round; the records stay on disk"
+            ),
+        }
+    }
 }

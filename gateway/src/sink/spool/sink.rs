@@ -37,6 +37,9 @@ pub struct SpoolStatus {
     pub replayed_total: u64,
     /// Damaged spans found (torn tails, checksum failures).
     pub damaged_total: u64,
+    /// The slowest group commit (write + fsync) since start, in milliseconds:
+    /// what a request waits for on top of `ack_timeout_ms` at worst.
+    pub slowest_commit_ms: u64,
 }
 
 /// The Kafka sink with a spool behind it.
@@ -49,6 +52,16 @@ pub struct SpoolSink {
     ack_timeout: Duration,
     /// Bounds, for readiness.
     config: SpoolConfig,
+    /// For sources that opted out of the spool: a producer with the
+    /// `[kafka]` delivery timeout (below the request deadline), so their 503
+    /// means "not stored", as without the spool. Built at its first use.
+    direct: Arc<Direct>,
+}
+
+/// The opted-out sources' producer, and what it is built from.
+struct Direct {
+    config: Option<crate::config::KafkaConfig>,
+    producer: std::sync::OnceLock<Result<KafkaSink, String>>,
 }
 
 impl SpoolSink {
@@ -69,6 +82,13 @@ impl SpoolSink {
 
     /// Opens the spool and starts only the writer (for `gateway spool`).
     pub(super) fn open_idle(config: &SpoolConfig, kafka: KafkaSink) -> Result<Self, SpoolError> {
+        if config.unsafe_skip_fsync {
+            tracing::error!(
+                dir = %config.dir.display(),
+                "UNSAFE: spool.unsafe_skip_fsync = true: spooled events are answered 200 before they are on disk; \
+                 a crash or power loss loses them. For benchmarks only; never in production"
+            );
+        }
         let shared = Arc::new(Shared::open(&config.dir)?);
         let status = status_of(&shared);
         if status.records > 0 {
@@ -85,7 +105,23 @@ impl SpoolSink {
             .spawn(move || thread.run(commands))
             .map_err(|e| SpoolError::io(&config.dir, e))?;
         let ack_timeout = Duration::from_millis(config.ack_timeout_ms);
-        Ok(Self { kafka, shared, writer, ack_timeout, config: config.clone() })
+        let direct = Arc::new(Direct { config: None, producer: std::sync::OnceLock::new() });
+        Ok(Self { kafka, shared, writer, ack_timeout, config: config.clone(), direct })
+    }
+
+    /// Sources with `spool = false` produce through their own producer built
+    /// from `kafka` (else through the spool's, whose delivery timeout is long).
+    #[must_use]
+    pub fn direct_to(mut self, kafka: crate::config::KafkaConfig) -> Self {
+        self.direct = Arc::new(Direct { config: Some(kafka), producer: std::sync::OnceLock::new() });
+        self
+    }
+
+    /// The producer for sources that opted out of the spool.
+    fn direct(&self) -> Result<&KafkaSink, SinkError> {
+        let Some(config) = &self.direct.config else { return Ok(&self.kafka) };
+        let built = self.direct.producer.get_or_init(|| KafkaSink::new(config).map_err(|e| e.to_string()));
+        built.as_ref().map_err(|e| SinkError::Unavailable(format!("the Kafka producer cannot be created: {e}")))
     }
 
     pub(super) fn replayer(&self, config: &SpoolConfig) -> Replayer {
@@ -188,6 +224,7 @@ pub(super) fn status_of(shared: &Shared) -> SpoolStatus {
         appended_total: shared.appended_total.load(Ordering::SeqCst),
         replayed_total: shared.replayed_total.load(Ordering::SeqCst),
         damaged_total: shared.damaged_total.load(Ordering::SeqCst),
+        slowest_commit_ms: shared.slowest_commit_ms.load(Ordering::SeqCst),
     }
 }
 
@@ -228,6 +265,13 @@ impl Sink for SpoolSink {
         .boxed()
     }
 
+    fn send_direct(&self, records: Vec<OutRecord>) -> BoxFuture<'static, Vec<Result<Delivered, SinkError>>> {
+        match self.direct() {
+            Ok(kafka) => kafka.send_all(records),
+            Err(error) => futures::future::ready(records.iter().map(|_| Err(error.clone())).collect()).boxed(),
+        }
+    }
+
     fn check_ready(&self) -> BoxFuture<'static, Result<(), String>> {
         let refusing = self.refusing();
         let kafka = self.kafka.check_ready();
@@ -241,7 +285,8 @@ impl Sink for SpoolSink {
     }
 
     fn queue_depth(&self) -> i64 {
-        self.kafka.queue_depth()
+        let direct = self.direct.producer.get().and_then(|p| p.as_ref().ok()).map_or(0, KafkaSink::queue_depth);
+        self.kafka.queue_depth() + direct
     }
 
     /// Every record answered 200 is acknowledged or fsynced in the spool, so
@@ -250,6 +295,11 @@ impl Sink for SpoolSink {
     fn flush(&self, timeout: Duration) -> Result<(), String> {
         if let Err(error) = self.kafka.flush(timeout) {
             tracing::warn!(%error, "Producer not flushed; what it held is in the spool and is replayed on the next start");
+        }
+        if let Some(Ok(direct)) = self.direct.producer.get()
+            && let Err(error) = direct.flush(timeout)
+        {
+            tracing::warn!(%error, "The producer of sources without the spool not flushed; none of what it held was answered 200");
         }
         Ok(())
     }

@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use super::SpoolError;
-use super::format::{self, Damage};
+use super::format::Damage;
+use super::reader;
 
 /// The lock file: one process per spool directory.
 pub const LOCK_FILE: &str = "spool.lock";
@@ -85,6 +86,8 @@ pub struct Shared {
     pub replayed_total: AtomicU64,
     /// Damaged spans found (torn tails and checksum failures).
     pub damaged_total: AtomicU64,
+    /// The slowest group commit (write + fsync) since start, in milliseconds.
+    pub slowest_commit_ms: AtomicU64,
     /// Kept open for its lock; released when the process exits.
     _lock: File,
 }
@@ -108,6 +111,7 @@ impl Shared {
             appended_total: AtomicU64::new(0),
             replayed_total: AtomicU64::new(0),
             damaged_total: AtomicU64::new(recovered.damage.len() as u64),
+            slowest_commit_ms: AtomicU64::new(0),
             _lock: lock,
         })
     }
@@ -148,25 +152,27 @@ pub fn recover(dir: &Path) -> Result<Recovered, SpoolError> {
         records: Vec::new(),
     };
     for (first_seq, path) in segment_files(dir)? {
-        let bytes = std::fs::read(&path).map_err(|e| SpoolError::io(&path, e))?;
-        let body = bytes.get(format::SEGMENT_HEADER.len()..).unwrap_or_default();
-        let mut scan = format::scan(body, format::SEGMENT_HEADER.len() as u64);
-        if !bytes.starts_with(format::SEGMENT_HEADER) {
-            scan.damage.insert(0, Damage { offset: 0, len: bytes.len().min(8) as u64, torn_tail: false });
-        }
-        for damage in &scan.damage {
+        let (mut first_live, mut last, mut live) = (None, None, 0);
+        let (len, damage) = reader::read_segment(&path, |record| {
+            if record.seq >= checkpoint {
+                live += 1;
+                first_live.get_or_insert(record.appended_at_ms);
+            }
+            last = Some(record.seq);
+        })
+        .map_err(|e| SpoolError::io(&path, e))?;
+        for damage in &damage {
             report_damage(&path, damage);
             out.damage.push((path.clone(), *damage));
         }
-        let live: Vec<_> = scan.records.iter().filter(|r| r.seq >= checkpoint).collect();
-        if let (Some(first), Some(last)) = (live.first(), scan.records.last()) {
-            out.index.groups.push_back((last.seq, first.appended_at_ms));
+        if let (Some(at), Some(last)) = (first_live, last) {
+            out.index.groups.push_back((last, at));
         }
-        if let Some(last) = scan.records.last() {
-            out.index.next_seq = out.index.next_seq.max(last.seq + 1);
+        if let Some(last) = last {
+            out.index.next_seq = out.index.next_seq.max(last + 1);
         }
-        out.records.push((path.clone(), live.len()));
-        out.index.segments.push_back(Segment { path, first_seq, len: bytes.len() as u64, sealed: true });
+        out.records.push((path.clone(), live));
+        out.index.segments.push_back(Segment { path, first_seq, len, sealed: true });
     }
     Ok(out)
 }

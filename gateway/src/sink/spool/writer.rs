@@ -17,6 +17,8 @@ use super::{SpoolConfig, SpoolError};
 
 /// Most appends folded into one write and fsync.
 const MAX_GROUP: usize = 4096;
+/// A group commit slower than this is logged.
+const SLOW_COMMIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Where an append's answer goes: its sequence numbers, or why nothing was appended.
 pub type AppendReply = oneshot::Sender<Result<Range<u64>, SpoolError>>;
@@ -103,7 +105,9 @@ impl Writer {
         let now = now_ms();
         let group = self.frame(appends, now);
         let Some(first) = group.answers.first().map(|(range, _)| range.start) else { return };
+        let started = std::time::Instant::now();
         let written = self.write(&group.buf, first);
+        self.timed(started.elapsed(), group.answers.len());
         if written.is_ok() && !group.pending.is_empty() {
             let mut fates = self.shared.fates();
             fates.extend(group.pending.iter().map(|seq| (*seq, Fate::Pending)));
@@ -111,6 +115,16 @@ impl Writer {
         self.publish(group.next, now, &group.buf, written.is_ok());
         for (range, reply) in group.answers {
             let _ = reply.send(written.clone().map(|()| range));
+        }
+    }
+
+    /// Keeps the slowest write + fsync for status, and says when one is slow
+    /// enough to push requests toward their deadline.
+    fn timed(&self, took: std::time::Duration, requests: usize) {
+        let ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
+        self.shared.slowest_commit_ms.fetch_max(ms, Ordering::SeqCst);
+        if took >= SLOW_COMMIT {
+            tracing::warn!(ms, requests, "Spool write and fsync slow; the requests waiting on it near their deadline");
         }
     }
 

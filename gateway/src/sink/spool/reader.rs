@@ -1,0 +1,206 @@
+//! Reading segment files a bounded chunk at a time: replay, recovery and
+//! `gateway spool inspect` walk segments of up to `spool.segment_bytes`
+//! (64 MiB by default) while holding one chunk and one round of records.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+use super::format::{Damage, FRAME_HEAD, MAX_FRAME, SEGMENT_HEADER, SpooledRecord, scan_part};
+
+/// Bytes read from disk per step: what the reader holds at most, besides
+/// one frame larger than this.
+const READ_CHUNK: usize = 256 * 1024;
+
+/// Reads the frames of a segment file between two offsets a bounded chunk
+/// at a time, so replaying or recovering a 64 MiB segment never holds it
+/// in memory.
+pub struct SegmentReader {
+    file: File,
+    /// File offset of `buf[0]`: everything before it is consumed.
+    offset: u64,
+    /// Where reading stops (the committed length).
+    end: u64,
+    /// Read and not yet consumed; at most one chunk plus one frame.
+    buf: Vec<u8>,
+    /// Start of a damaged span that may continue in the next chunk.
+    damaged_from: Option<u64>,
+    /// Damage found so far.
+    damage: Vec<Damage>,
+}
+
+impl SegmentReader {
+    /// Reads `path` from offset `from` up to `end`.
+    pub fn open(path: &Path, from: u64, end: u64) -> std::io::Result<Self> {
+        let mut file = File::open(path)?;
+        file.seek(SeekFrom::Start(from))?;
+        Ok(Self { file, offset: from, end: end.max(from), buf: Vec::new(), damaged_from: None, damage: Vec::new() })
+    }
+
+    /// Up to `max` records (at least one unless the end is reached): empty
+    /// only when everything up to the end is read.
+    pub fn next(&mut self, max: usize) -> std::io::Result<Vec<SpooledRecord>> {
+        loop {
+            let at_end = self.offset + self.buf.len() as u64 >= self.end;
+            let (scan, used) = scan_part(&self.buf, self.offset, at_end, max, &mut self.damaged_from);
+            self.buf.drain(..used);
+            self.offset += used as u64;
+            self.damage.extend(scan.damage);
+            if !scan.records.is_empty() || (at_end && self.buf.is_empty()) {
+                return Ok(scan.records);
+            }
+            self.read_more()?;
+        }
+    }
+
+    /// Appends the next chunk (or the rest of a frame larger than a chunk).
+    fn read_more(&mut self) -> std::io::Result<()> {
+        let frame = match self.buf.get(4..8) {
+            Some(len) => FRAME_HEAD + u32::from_le_bytes(len.try_into().unwrap_or_default()) as usize,
+            None => 0,
+        };
+        let want = READ_CHUNK.max(frame.min(FRAME_HEAD + MAX_FRAME));
+        let left = self.end - self.offset - self.buf.len() as u64;
+        let take = usize::try_from(left).unwrap_or(usize::MAX).min(want.saturating_sub(self.buf.len()).max(1));
+        let start = self.buf.len();
+        self.buf.resize(start + take, 0);
+        let read = self.file.read(&mut self.buf[start..]);
+        let read = read.inspect_err(|_| self.buf.truncate(start))?;
+        self.buf.truncate(start + read);
+        if read == 0 {
+            // The file is shorter than `end`: what is there is all there is.
+            self.end = self.offset + self.buf.len() as u64;
+        }
+        Ok(())
+    }
+
+    /// The file offset up to which frames were consumed.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Damaged spans found so far.
+    pub fn damage(&self) -> &[Damage] {
+        &self.damage
+    }
+}
+
+/// Reads a whole segment file a chunk at a time, handing each valid record
+/// to `each`; returns the file's length and its damage (a bad header first).
+pub fn read_segment(path: &Path, mut each: impl FnMut(SpooledRecord)) -> std::io::Result<(u64, Vec<Damage>)> {
+    let len = std::fs::metadata(path)?.len();
+    let mut header = [0; SEGMENT_HEADER.len()];
+    let got = File::open(path)?.read(&mut header)?;
+    let mut damage = Vec::new();
+    if header[..got] != SEGMENT_HEADER[..] {
+        damage.push(Damage { offset: 0, len: got as u64, torn_tail: false });
+    }
+    let mut reader = SegmentReader::open(path, SEGMENT_HEADER.len() as u64, len)?;
+    loop {
+        let records = reader.next(1024)?;
+        if records.is_empty() {
+            break;
+        }
+        records.into_iter().for_each(&mut each);
+    }
+    damage.extend_from_slice(reader.damage());
+    Ok((len, damage))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sink::OutRecord;
+    use crate::sink::spool::format::{encode_body, frame, scan};
+
+    /// A segment of `n` records with payloads of varied sizes (some larger
+    /// than a read chunk), so frames straddle chunk boundaries.
+    fn segment(n: u64) -> Vec<u8> {
+        let mut bytes = SEGMENT_HEADER.to_vec();
+        for seq in 0..n {
+            let size = if seq % 7 == 3 { READ_CHUNK + 1000 } else { 100 + (seq as usize * 37) % 5000 };
+            let record = OutRecord {
+                topic: "web.tracking".into(),
+                key: format!("user-{seq}"),
+                payload: vec![b'a' + (seq % 26) as u8; size],
+                headers: vec![("event-id", format!("id-{seq}"))],
+            };
+            let mut body = Vec::new();
+            encode_body(&record, &mut body);
+            frame(seq, 1_000 + seq, &body, &mut bytes);
+        }
+        bytes
+    }
+
+    fn write(name: &str, bytes: &[u8]) -> std::path::PathBuf {
+        let path = std::env::temp_dir().join(format!("eventgw-reader-{name}-{}.seg", std::process::id()));
+        std::fs::write(&path, bytes).expect("write segment");
+        path
+    }
+
+    /// Reads `path` step by step, `max` records at a time.
+    fn stream(path: &Path, max: usize) -> (Vec<SpooledRecord>, Vec<Damage>) {
+        let len = std::fs::metadata(path).expect("meta").len();
+        let mut reader = SegmentReader::open(path, SEGMENT_HEADER.len() as u64, len).expect("open");
+        let mut all = Vec::new();
+        loop {
+            let records = reader.next(max).expect("read");
+            assert!(records.len() <= max);
+            if records.is_empty() {
+                break;
+            }
+            all.extend(records);
+        }
+        assert_eq!(reader.offset(), len, "read to the end");
+        (all, reader.damage().to_vec())
+    }
+
+    #[test]
+    fn streaming_reads_what_a_whole_file_scan_reads() {
+        let bytes = segment(40);
+        let path = write("whole", &bytes);
+        let whole = scan(&bytes[SEGMENT_HEADER.len()..], SEGMENT_HEADER.len() as u64);
+        for max in [1, 3, 500] {
+            let (records, damage) = stream(&path, max);
+            assert_eq!(records, whole.records, "max {max}");
+            assert!(damage.is_empty());
+        }
+        let _ = std::fs::remove_file(path);
+    }
+
+    #[test]
+    fn damage_across_chunks_is_found_once_and_the_rest_read() {
+        let mut bytes = segment(40);
+        let whole_len = bytes.len();
+        // A flipped byte inside a large record (the record is lost) and a torn tail.
+        let clean = scan(&bytes[SEGMENT_HEADER.len()..], SEGMENT_HEADER.len() as u64).records;
+        let big = clean.iter().find(|r| r.seq == 10).expect("record 10").payload.len();
+        assert!(big > READ_CHUNK);
+        let at = bytes.windows(5).position(|w| w == b"id-10").expect("record 10 is there") + 5000;
+        bytes[at] ^= 0x40;
+        bytes.truncate(whole_len - 50);
+        let path = write("damage", &bytes);
+        let expected = scan(&bytes[SEGMENT_HEADER.len()..], SEGMENT_HEADER.len() as u64);
+        assert_eq!(expected.damage.len(), 2, "{:?}", expected.damage);
+        for max in [1, 7, 500] {
+            let (records, damage) = stream(&path, max);
+            assert_eq!(records, expected.records, "max {max}");
+            assert_eq!(damage, expected.damage, "max {max}");
+        }
+        let seqs: Vec<u64> = expected.records.iter().map(|r| r.seq).collect();
+        assert!(!seqs.contains(&10) && !seqs.contains(&39) && seqs.contains(&11) && seqs.contains(&38));
+        let _ = std::fs::remove_file(path);
+    }
+
+    #[test]
+    fn read_segment_reports_a_bad_header_first() {
+        let mut bytes = segment(3);
+        bytes[0] = b'X';
+        let path = write("header", &bytes);
+        let mut seen = Vec::new();
+        let (len, damage) = read_segment(&path, |r| seen.push(r.seq)).expect("read");
+        assert_eq!((len, seen), (bytes.len() as u64, vec![0, 1, 2]));
+        assert_eq!(damage, vec![Damage { offset: 0, len: 8, torn_tail: false }]);
+        let _ = std::fs::remove_file(path);
+    }
+}
