@@ -101,7 +101,18 @@ struct Inner {
     last_recreated: Mutex<Option<Instant>>,
     /// Producers replaced after fatal errors, for tests and logs.
     recreated: AtomicU64,
+    /// When Kafka last acknowledged a record (milliseconds since `started`;
+    /// 0: never). Readiness trusts a recent acknowledgement over a metadata
+    /// probe: it proves writes succeed, while the probe may ask a broker that
+    /// just died (one broker of three gone must not turn a whole fleet of
+    /// gateways unready at its balancer while the other two take writes).
+    last_ack_ms: Arc<AtomicU64>,
+    /// The origin of `last_ack_ms`.
+    started: Instant,
 }
+
+/// An acknowledgement younger than this makes the sink ready without probing.
+const RECENT_ACK: Duration = Duration::from_secs(5);
 
 impl KafkaSink {
     /// Creates the producer; it connects lazily, so this succeeds with Kafka down.
@@ -122,7 +133,14 @@ impl KafkaSink {
 
     fn from_client_config(config: ClientConfig) -> Result<Self, KafkaError> {
         let current = ArcSwap::from_pointee(Generation::create(&config)?);
-        let inner = Inner { config, current, last_recreated: Mutex::new(None), recreated: AtomicU64::new(0) };
+        let inner = Inner {
+            config,
+            current,
+            last_recreated: Mutex::new(None),
+            recreated: AtomicU64::new(0),
+            last_ack_ms: Arc::new(AtomicU64::new(0)),
+            started: Instant::now(),
+        };
         Ok(Self { inner: Arc::new(inner) })
     }
 
@@ -201,8 +219,13 @@ fn enqueue<'a>(
     generation.producer.send_result(out).map_err(|(error, _)| classify(&error))
 }
 
-/// Waits for every enqueued record's acknowledgement, in order.
-fn wait_all(pending: Vec<Result<DeliveryFuture, SinkError>>) -> BoxFuture<'static, Vec<Result<Delivered, SinkError>>> {
+/// Waits for every enqueued record's acknowledgement, in order, and notes
+/// when Kafka last acknowledged one (for readiness).
+fn wait_all(
+    inner: &Arc<Inner>,
+    pending: Vec<Result<DeliveryFuture, SinkError>>,
+) -> BoxFuture<'static, Vec<Result<Delivered, SinkError>>> {
+    let inner = Arc::clone(inner);
     async move {
         let waits = pending.into_iter().map(|p| async move {
             match p {
@@ -214,12 +237,24 @@ fn wait_all(pending: Vec<Result<DeliveryFuture, SinkError>>) -> BoxFuture<'stati
                 },
             }
         });
-        join_all(waits).await
+        let results = join_all(waits).await;
+        if results.iter().any(Result::is_ok) {
+            let now = u64::try_from(inner.started.elapsed().as_millis()).unwrap_or(u64::MAX).max(1);
+            inner.last_ack_ms.fetch_max(now, Ordering::Relaxed);
+        }
+        results
     }
     .boxed()
 }
 
 impl KafkaSink {
+    /// Whether Kafka acknowledged a record within `window`.
+    pub fn acknowledged_within(&self, window: Duration) -> bool {
+        let last = self.inner.last_ack_ms.load(Ordering::Relaxed);
+        let now = u64::try_from(self.inner.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        last > 0 && now.saturating_sub(last) <= u64::try_from(window.as_millis()).unwrap_or(u64::MAX)
+    }
+
     /// False while the producer is fatally broken and not yet replaced.
     pub fn is_healthy(&self) -> bool {
         self.healthy().is_ok()
@@ -239,7 +274,7 @@ impl KafkaSink {
                 enqueue(&generation, &r.topic, &r.key, &r.payload, headers)
             })
             .collect();
-        wait_all(pending)
+        wait_all(&self.inner, pending)
     }
 }
 
@@ -257,7 +292,7 @@ impl Sink for KafkaSink {
                 enqueue(&generation, &r.topic, &r.key, &r.payload, headers)
             })
             .collect();
-        wait_all(pending)
+        wait_all(&self.inner, pending)
     }
 
     fn check_ready(&self) -> BoxFuture<'static, Result<(), String>> {
@@ -265,6 +300,9 @@ impl Sink for KafkaSink {
             Ok(generation) => generation,
             Err(error) => return futures::future::ready(Err(error.to_string())).boxed(),
         };
+        if self.acknowledged_within(RECENT_ACK) {
+            return futures::future::ready(Ok(())).boxed();
+        }
         async move {
             let probe = actix_web::rt::task::spawn_blocking(move || {
                 generation.producer.client().fetch_metadata(None, Duration::from_secs(2)).map(|m| m.brokers().len())
