@@ -11,6 +11,7 @@ pub mod auth;
 pub mod config;
 pub mod contracts;
 pub mod cors;
+pub mod dedupe;
 pub mod enrich;
 pub mod enrichment;
 pub mod error;
@@ -82,6 +83,9 @@ pub enum StartupError {
     /// The producer could not be created (bad librdkafka property).
     #[error("Kafka producer: {0}")]
     Producer(#[from] rdkafka::error::KafkaError),
+    /// The dedupe store cannot be set up (bad Redis URL).
+    #[error("dedupe: {0}")]
+    Dedupe(#[from] dedupe::StoreError),
     /// The spool directory cannot be used (locked, unreadable).
     #[error("spool: {0}")]
     Spool(#[from] sink::spool::SpoolError),
@@ -89,8 +93,12 @@ pub enum StartupError {
 
 impl AppState {
     /// Loads the catalog and checks the sources against it, with `sink` as
-    /// the destination of records.
+    /// the destination of records (behind dedupe when `[dedupe]` is enabled).
     pub fn new(config: config::Config, sink: Arc<dyn sink::Sink>) -> Result<Self, StartupError> {
+        let request_timeout = std::time::Duration::from_millis(config.server.request_timeout_ms);
+        let sink = dedupe::wrap(&config.dedupe, request_timeout, sink)?;
+        let metrics = telemetry::Metrics::new();
+        sink.register_metrics(metrics.registry());
         let catalog = eventgw_schemas::loader::load_catalog(&config.catalog.dir)?;
         let auth = build_auth(&config, &catalog)?;
         let clients = enrich::ClientResolver::new(&config.enrichment);
@@ -103,7 +111,7 @@ impl AppState {
             sink,
             clock: Arc::new(Utc::now),
             clients,
-            metrics: telemetry::Metrics::new(),
+            metrics,
             schema_ids: arc_swap::ArcSwap::from_pointee(registry::SchemaIds::default()),
             edge,
         })

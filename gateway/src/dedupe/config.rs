@@ -1,0 +1,85 @@
+//! The `[dedupe]` section: whether a client's retry of an event already
+//! stored is dropped, where the ids are remembered, and what happens when
+//! that store cannot be reached. Off unless `enabled = true`.
+
+use serde::Deserialize;
+
+/// Where the ids of stored events are remembered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StoreKind {
+    /// In this process: exact, bounded by `max_ids`, lost on restart; for one gateway.
+    Memory,
+    /// A Redis or Valkey server shared by every gateway.
+    Redis,
+}
+
+/// What a request does when the store cannot answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnStoreError {
+    /// Produce without dedupe (a retry may then be stored twice), counted in
+    /// `eventgw_dedupe_store_errors_total`: availability first.
+    Produce,
+    /// Answer 503 with `Retry-After` and report not ready: no duplicate ever.
+    Unavailable,
+}
+
+/// `[dedupe]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DedupeConfig {
+    /// Off by default: every retry is produced again, for downstream to drop.
+    pub enabled: bool,
+    /// `memory` or `redis`.
+    pub store: StoreKind,
+    /// How long an id is remembered after its event was stored; a retry
+    /// later than this is stored again. Segment's own window is about a day.
+    pub window_secs: u64,
+    /// Most ids the memory store holds; past it the oldest are forgotten
+    /// before their window ends (counted in `eventgw_dedupe_evicted_total`).
+    pub max_ids: usize,
+    /// The shared store, for `store = "redis"`.
+    pub redis_url: String,
+    /// `produce` or `unavailable`.
+    pub on_store_error: OnStoreError,
+    /// Longest wait for one store answer before it counts as a store error.
+    pub store_timeout_ms: u64,
+}
+
+impl Default for DedupeConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            store: StoreKind::Memory,
+            window_secs: 24 * 3600,
+            max_ids: 10_000_000,
+            redis_url: "redis://127.0.0.1:6379".into(),
+            on_store_error: OnStoreError::Produce,
+            store_timeout_ms: 500,
+        }
+    }
+}
+
+impl DedupeConfig {
+    /// Checks values that types alone cannot; names the key at fault.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        if !self.enabled {
+            return Ok(());
+        }
+        if self.window_secs == 0 {
+            return Err(("dedupe.window_secs", "must be above 0".into()));
+        }
+        if self.max_ids < super::memory::SLICES {
+            return Err(("dedupe.max_ids", format!("must be at least {}", super::memory::SLICES)));
+        }
+        if self.store_timeout_ms == 0 {
+            return Err(("dedupe.store_timeout_ms", "must be above 0".into()));
+        }
+        if self.store == StoreKind::Redis {
+            redis::Client::open(self.redis_url.as_str())
+                .map_err(|e| ("dedupe.redis_url", format!("`{}` is not a Redis URL: {e}", self.redis_url)))?;
+        }
+        Ok(())
+    }
+}
