@@ -145,3 +145,7 @@ pub fn wrap(
     };
     Ok(std::sync::Arc::new(DedupeSink::new(sink, store, config.on_store_error)))
 }
+
+#[cfg(test)]
+#[path = "model_tests.rs"]
+mod model_tests;
