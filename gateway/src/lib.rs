@@ -136,9 +136,14 @@ impl AppState {
 
     /// The state `gateway serve` runs with: as [`AppState::with_kafka`],
     /// with the spool in front of Kafka when `[spool]` is enabled (its
-    /// directory locked, and what a previous process left replayed first).
+    /// directory locked, and what a previous process left replayed first),
+    /// and with dedupe's long producer message timeout when `[dedupe]` is.
     pub fn serving(config: config::Config) -> Result<Self, StartupError> {
         if !config.spool.enabled {
+            if config.dedupe.enabled {
+                let kafka = sink::KafkaSink::with_message_timeout(&config.kafka, config.dedupe.delivery_timeout_ms)?;
+                return Self::new(config, Arc::new(kafka));
+            }
             return Self::with_kafka(config);
         }
         let kafka = sink::KafkaSink::with_message_timeout(&config.kafka, config.spool.delivery_timeout_ms)?;

@@ -45,6 +45,13 @@ pub struct DedupeConfig {
     pub on_store_error: OnStoreError,
     /// Longest wait for one store answer before it counts as a store error.
     pub store_timeout_ms: u64,
+    /// The producer's `message.timeout.ms` while dedupe is on (the spool's
+    /// own setting wins when it is on too): long, so a record whose request
+    /// timed out is still delivered once by librdkafka's idempotent retries
+    /// while its id stays reserved, instead of timing out "possibly
+    /// stored" and being stored again by the client's retry. 0 means never
+    /// give up.
+    pub delivery_timeout_ms: u64,
 }
 
 impl Default for DedupeConfig {
@@ -57,6 +64,7 @@ impl Default for DedupeConfig {
             redis_url: "redis://127.0.0.1:6379".into(),
             on_store_error: OnStoreError::Produce,
             store_timeout_ms: 500,
+            delivery_timeout_ms: 600_000,
         }
     }
 }

@@ -145,6 +145,34 @@ impl MemoryStore {
         }
     }
 
+    /// Bytes of the id tables (each slot: its id, fingerprint and control
+    /// byte, at the table's capacity) plus the text of non-UUID ids: what
+    /// the store holds, allocator overhead aside.
+    pub fn approximate_bytes(&self) -> usize {
+        let state = self.lock();
+        let slot = std::mem::size_of::<(CompactId, u32)>() + 1;
+        state
+            .slices
+            .iter()
+            .map(|s| {
+                let text: usize =
+                    s.ids.keys().map(|id| if let CompactId::Text(_, t) = id { t.len() } else { 0 }).sum();
+                s.ids.capacity() * slot + text
+            })
+            .sum()
+    }
+
+    /// [`Store::extend`] at time `now`.
+    pub fn extend_at(&self, ids: &[Reservation], now: Instant) {
+        let mut state = self.lock();
+        for r in ids {
+            let id = compact(&mut state, &r.id.source, &r.id.message_id);
+            if let Some(pending) = state.pending.get_mut(&id).filter(|p| p.token == r.token) {
+                pending.expires = now + self.pending_ttl;
+            }
+        }
+    }
+
     /// Drops the slices whose newest id is older than the window.
     fn expire(&self, state: &mut State, now: Instant) {
         while let Some(front) = state.slices.front() {
@@ -187,8 +215,17 @@ impl Store for MemoryStore {
         async { Ok(()) }.boxed()
     }
 
+    fn extend(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<(), StoreError>> {
+        self.extend_at(&ids, Instant::now());
+        async { Ok(()) }.boxed()
+    }
+
     fn check(&self) -> BoxFuture<'static, Result<(), StoreError>> {
         async { Ok(()) }.boxed()
+    }
+
+    fn pending_ttl(&self) -> Duration {
+        self.pending_ttl
     }
 
     fn evicted(&self) -> u64 {

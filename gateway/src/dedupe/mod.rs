@@ -12,6 +12,12 @@
 //! their own reservation.
 //!
 //! Decisions (see the README's "Dedupe" section):
+//! - while a record's produce is in flight its reservation is extended
+//!   every third of the pending TTL; with dedupe on, the producer's message
+//!   timeout is long (`delivery_timeout_ms`), so a request that times out
+//!   (answered 503) leaves its record to librdkafka's idempotent retries,
+//!   still reserved: a client's retry meanwhile is told to retry, and once
+//!   the record lands it is `duplicate`. Only a definite failure releases;
 //! - a retry that finds the id *pending* (its first request still in
 //!   flight) is answered `503` with `Retry-After`: its first copy may yet
 //!   fail, so `duplicate` would be a lie, and producing it could store it
@@ -86,8 +92,14 @@ pub trait Store: Send + Sync + 'static {
     fn confirm(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<(), StoreError>>;
     /// Forgets the ids still reserved with their token (the produce failed).
     fn release(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<(), StoreError>>;
+    /// Keeps the ids still reserved with their token reserved for another
+    /// pending TTL: called while their produce is in flight, so a live
+    /// request never loses its reservation and a dead one's lapses soon.
+    fn extend(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<(), StoreError>>;
     /// Whether the store answers now.
     fn check(&self) -> BoxFuture<'static, Result<(), StoreError>>;
+    /// How long a reservation lasts unless extended.
+    fn pending_ttl(&self) -> std::time::Duration;
     /// Ids forgotten before their window ended, to respect a memory bound.
     fn evicted(&self) -> u64 {
         0

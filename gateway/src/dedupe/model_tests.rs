@@ -36,8 +36,14 @@ impl Store for FlakyStore {
     fn release(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<(), StoreError>> {
         if self.settle_fails.load(Ordering::SeqCst) { down() } else { self.inner.release(ids) }
     }
+    fn extend(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<(), StoreError>> {
+        if self.settle_fails.load(Ordering::SeqCst) { down() } else { self.inner.extend(ids) }
+    }
     fn check(&self) -> BoxFuture<'static, Result<(), StoreError>> {
         self.inner.check()
+    }
+    fn pending_ttl(&self) -> Duration {
+        self.inner.pending_ttl()
     }
 }
 
@@ -201,8 +207,14 @@ fn the_model_catches_a_store_that_confirms_failed_produces() {
         fn release(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<(), StoreError>> {
             self.0.confirm(ids)
         }
+        fn extend(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<(), StoreError>> {
+            self.0.extend(ids)
+        }
         fn check(&self) -> BoxFuture<'static, Result<(), StoreError>> {
             self.0.check()
+        }
+        fn pending_ttl(&self) -> Duration {
+            self.0.pending_ttl()
         }
     }
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");

@@ -41,6 +41,15 @@ end
 return 0
 ";
 
+const EXTEND: &str = r"
+for i, key in ipairs(KEYS) do
+  if redis.call('GET', key) == ARGV[i + 1] then
+    redis.call('PEXPIRE', key, ARGV[1])
+  end
+end
+return 0
+";
+
 /// The connections run on their own small runtime, alive for the process:
 /// no actix worker's runtime (which stops with its worker) owns them.
 fn runtime() -> &'static tokio::runtime::Runtime {
@@ -60,6 +69,7 @@ pub struct RedisStore {
     connection: ConnectionManager,
     reserve: redis::Script,
     release: redis::Script,
+    extend: redis::Script,
     window_ms: u64,
     pending_ms: u64,
     timeout: Duration,
@@ -82,6 +92,7 @@ impl RedisStore {
             connection,
             reserve: redis::Script::new(RESERVE),
             release: redis::Script::new(RELEASE),
+            extend: redis::Script::new(EXTEND),
             window_ms: millis(window),
             pending_ms: millis(pending_ttl),
             timeout,
@@ -168,6 +179,24 @@ impl Store for RedisStore {
             }
             invocation.invoke_async::<i64>(&mut connection).await.map(drop)
         })
+    }
+
+    fn extend(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<(), StoreError>> {
+        let script = self.extend.clone();
+        let pending_ms = self.pending_ms;
+        let mut connection = self.connection.clone();
+        self.run(async move {
+            let mut invocation = script.prepare_invoke();
+            invocation.arg(pending_ms);
+            for r in &ids {
+                invocation.key(key(r)).arg(pending_value(r));
+            }
+            invocation.invoke_async::<i64>(&mut connection).await.map(drop)
+        })
+    }
+
+    fn pending_ttl(&self) -> Duration {
+        Duration::from_millis(self.pending_ms)
     }
 
     fn check(&self) -> BoxFuture<'static, Result<(), StoreError>> {

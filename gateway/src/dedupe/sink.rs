@@ -159,7 +159,12 @@ impl Run {
                 }
             }
         }
-        let stored = if to_send.is_empty() { Vec::new() } else { self.inner.store_all(to_send, deadline).await };
+        let stored = if to_send.is_empty() {
+            Vec::new()
+        } else {
+            let held: Vec<Reservation> = sent.iter().flatten().cloned().collect();
+            self.keep_reserved(self.inner.store_all(to_send, deadline), held).await
+        };
         self.settle(&sent, &stored).await;
         let mut stored = stored.into_iter();
         answers
@@ -168,6 +173,31 @@ impl Run {
                 a.unwrap_or_else(|| stored.next().unwrap_or_else(|| Err(SinkError::Unavailable("no answer".into()))))
             })
             .collect()
+    }
+
+    /// Awaits the produce, extending its reservations meanwhile (a produce
+    /// can outlast the request: see the module's notes).
+    async fn keep_reserved(
+        &self,
+        produce: BoxFuture<'static, Vec<Result<Stored, SinkError>>>,
+        held: Vec<Reservation>,
+    ) -> Vec<Result<Stored, SinkError>> {
+        let every = (self.store.pending_ttl() / 3).max(Duration::from_millis(10));
+        let mut produce = produce.fuse();
+        loop {
+            let mut tick = Box::pin(tokio::time::sleep(every)).fuse();
+            futures::select! {
+                stored = produce => return stored,
+                () = tick => {
+                    if !held.is_empty() {
+                        if let Err(e) = self.store.extend(held.clone()).await {
+                            self.metrics.store_errors.with_label_values(&["extend"]).inc();
+                            tracing::warn!(error = %e, "Dedupe store did not extend reservations in flight");
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Confirms what was stored (in Kafka or the spool), releases what was not.

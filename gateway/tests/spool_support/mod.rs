@@ -95,7 +95,11 @@ pub async fn beacons(load: Beacons, run_id: String, url: String) -> (Vec<BatchLo
                     let started = Instant::now();
                     let (answer, n) = send_once(client, url, &json!({"batch": events}), load.batch).await;
                     spooled += n;
-                    logs.push(BatchLog { ids, attempts: vec![Attempt { started, ended: Instant::now(), answer }] });
+                    logs.push(BatchLog {
+                        ids,
+                        attempts: vec![Attempt { started, ended: Instant::now(), answer }],
+                        duplicates: Vec::new(),
+                    });
                     seq += 1;
                     sleep(load.every).await;
                 }
