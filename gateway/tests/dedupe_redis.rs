@@ -105,7 +105,8 @@ async fn an_id_stored_through_one_gateway_is_a_duplicate_on_another() {
     let port = base_port();
     redis("test", port, "start");
     let config = redis_config(port, "produce");
-    let failing = Arc::new(FailsFirst { kafka: KafkaSink::new(&config.kafka).expect("producer"), fail: AtomicUsize::new(1) });
+    let failing =
+        Arc::new(FailsFirst { kafka: KafkaSink::new(&config.kafka).expect("producer"), fail: AtomicUsize::new(1) });
     let a = TestGateway::start_state(AppState::new(config, failing).expect("state")).await;
     let b = TestGateway::start(redis_config(port, "produce")).await;
 

@@ -134,9 +134,8 @@ fn mark_repeated(answer: &mut BatchAnswer, repeated: &[usize]) {
         if let Some(event) = answer.events.get_mut(index).filter(|e| e.status == "accepted") {
             event.status = "duplicate";
             event.code = Some("duplicate_message_id");
-            event.message = Some(
-                "an event with this `messageId` from this source was already stored: not stored again".into(),
-            );
+            event.message =
+                Some("an event with this `messageId` from this source was already stored: not stored again".into());
             answer.accepted -= 1;
             answer.duplicate += 1;
         }

@@ -91,3 +91,52 @@ impl DedupeConfig {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enabled() -> DedupeConfig {
+        DedupeConfig { enabled: true, ..DedupeConfig::default() }
+    }
+
+    #[test]
+    fn defaults_are_valid_and_off() {
+        assert!(!DedupeConfig::default().enabled);
+        assert_eq!(enabled().check(), Ok(()));
+    }
+
+    #[test]
+    fn max_ids_is_checked_at_exactly_one_per_slice() {
+        let at = DedupeConfig { max_ids: super::super::memory::SLICES, ..enabled() };
+        assert_eq!(at.check(), Ok(()));
+        let below = DedupeConfig { max_ids: super::super::memory::SLICES - 1, ..enabled() };
+        assert_eq!(below.check().map_err(|(key, _)| key), Err("dedupe.max_ids"));
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        let cases = [
+            (DedupeConfig { window_secs: 0, ..enabled() }, "dedupe.window_secs"),
+            (DedupeConfig { store_timeout_ms: 0, ..enabled() }, "dedupe.store_timeout_ms"),
+            (
+                DedupeConfig { store: StoreKind::Redis, redis_url: "http://nope".into(), ..enabled() },
+                "dedupe.redis_url",
+            ),
+        ];
+        for (config, key) in cases {
+            assert_eq!(config.check().map_err(|(k, _)| k), Err(key));
+        }
+        // Off, nothing is checked.
+        assert_eq!(DedupeConfig { window_secs: 0, ..DedupeConfig::default() }.check(), Ok(()));
+    }
+
+    #[test]
+    fn store_and_policy_read_from_toml() {
+        let config: DedupeConfig =
+            toml::from_str("enabled = true\nstore = \"redis\"\non_store_error = \"unavailable\"").expect("parses");
+        assert_eq!((config.store, config.on_store_error), (StoreKind::Redis, OnStoreError::Unavailable));
+        assert!(toml::from_str::<DedupeConfig>("store = \"disk\"").is_err());
+        assert!(toml::from_str::<DedupeConfig>("typo = 1").is_err());
+    }
+}

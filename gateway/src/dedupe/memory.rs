@@ -93,10 +93,8 @@ impl MemoryStore {
         ids.iter()
             .map(|r| {
                 let id = compact(&mut state, &r.id.source, &r.id.message_id);
-                if let Some(pending) = state.pending.get(&id) {
-                    if pending.expires > now {
-                        return Claim::Pending;
-                    }
+                if state.pending.get(&id).is_some_and(|p| p.expires > now) {
+                    return Claim::Pending;
                 }
                 if let Some(fingerprint) = state.slices.iter().rev().find_map(|s| s.ids.get(&id)) {
                     return Claim::Stored(*fingerprint);
@@ -114,16 +112,17 @@ impl MemoryStore {
         for r in ids {
             let id = compact(&mut state, &r.id.source, &r.id.message_id);
             state.pending.remove(&id);
-            let open = state.slices.back().is_some_and(|s| s.opened + self.slice_span > now && s.ids.len() < self.slice_ids);
+            let open =
+                state.slices.back().is_some_and(|s| s.opened + self.slice_span > now && s.ids.len() < self.slice_ids);
             if !open {
                 state.slices.push_back(Slice { opened: now, ids: HashMap::new() });
                 // Few and short-lived: swept when a slice opens.
                 state.pending.retain(|_, p| p.expires > now);
             }
-            if let Some(slice) = state.slices.back_mut() {
-                if slice.ids.insert(id, r.fingerprint).is_none() {
-                    state.total += 1;
-                }
+            if let Some(slice) = state.slices.back_mut()
+                && slice.ids.insert(id, r.fingerprint).is_none()
+            {
+                state.total += 1;
             }
         }
         while state.total > self.max_ids {
@@ -155,8 +154,7 @@ impl MemoryStore {
             .slices
             .iter()
             .map(|s| {
-                let text: usize =
-                    s.ids.keys().map(|id| if let CompactId::Text(_, t) = id { t.len() } else { 0 }).sum();
+                let text: usize = s.ids.keys().map(|id| if let CompactId::Text(_, t) = id { t.len() } else { 0 }).sum();
                 s.ids.capacity() * slot + text
             })
             .sum()

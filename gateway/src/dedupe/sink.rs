@@ -120,7 +120,9 @@ impl Run {
         self.metrics.store_latency.observe(started.elapsed().as_secs_f64());
         let claims = match claims {
             Ok(claims) if claims.len() == wanted.len() => claims,
-            Ok(_) => return self.unchecked(records, deadline, StoreError("the store answered a short list".into())).await,
+            Ok(_) => {
+                return self.unchecked(records, deadline, StoreError("the store answered a short list".into())).await;
+            }
             Err(e) => return self.unchecked(records, deadline, e).await,
         };
         let mut claims = claims.into_iter();
@@ -189,11 +191,11 @@ impl Run {
             futures::select! {
                 stored = produce => return stored,
                 () = tick => {
-                    if !held.is_empty() {
-                        if let Err(e) = self.store.extend(held.clone()).await {
-                            self.metrics.store_errors.with_label_values(&["extend"]).inc();
-                            tracing::warn!(error = %e, "Dedupe store did not extend reservations in flight");
-                        }
+                    if !held.is_empty()
+                        && let Err(e) = self.store.extend(held.clone()).await
+                    {
+                        self.metrics.store_errors.with_label_values(&["extend"]).inc();
+                        tracing::warn!(error = %e, "Dedupe store did not extend reservations in flight");
                     }
                 }
             }
@@ -210,17 +212,17 @@ impl Run {
         // A failed confirm lets a later retry be stored again (a duplicate,
         // never a loss); a failed release makes a retry wait for the
         // pending TTL (a delay, never a loss).
-        if !confirm.is_empty() {
-            if let Err(e) = self.store.confirm(confirm).await {
-                self.metrics.store_errors.with_label_values(&["confirm"]).inc();
-                tracing::warn!(error = %e, "Dedupe store did not confirm stored ids; their retries may be stored again");
-            }
+        if !confirm.is_empty()
+            && let Err(e) = self.store.confirm(confirm).await
+        {
+            self.metrics.store_errors.with_label_values(&["confirm"]).inc();
+            tracing::warn!(error = %e, "Dedupe store did not confirm stored ids; their retries may be stored again");
         }
-        if !release.is_empty() {
-            if let Err(e) = self.store.release(release).await {
-                self.metrics.store_errors.with_label_values(&["release"]).inc();
-                tracing::warn!(error = %e, "Dedupe store did not release failed ids; their retries wait for the pending TTL");
-            }
+        if !release.is_empty()
+            && let Err(e) = self.store.release(release).await
+        {
+            self.metrics.store_errors.with_label_values(&["release"]).inc();
+            tracing::warn!(error = %e, "Dedupe store did not release failed ids; their retries wait for the pending TTL");
         }
         let evicted = self.store.evicted();
         let seen = self.metrics.evicted.get();
