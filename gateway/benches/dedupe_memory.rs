@@ -23,7 +23,8 @@ fn ids(n: usize, uuid: bool) -> Vec<Reservation> {
 }
 
 fn main() {
-    let n = if std::env::args().any(|a| a == "--bench") { 1_000_000 } else { 10_000 };
+    let default = if std::env::args().any(|a| a == "--bench") { 1_000_000 } else { 10_000 };
+    let n = std::env::var("DEDUPE_BENCH_IDS").ok().and_then(|n| n.parse().ok()).unwrap_or(default);
     for (label, uuid) in [("canonical UUID ids", true), ("other ids (`lt-<n>-<32 hex>`)", false)] {
         let batch = ids(n, uuid);
         let before = rss_kib();
