@@ -43,6 +43,9 @@ pub struct Config {
     /// The local disk spool that takes events while Kafka cannot; off unless enabled.
     #[serde(default)]
     pub spool: crate::sink::spool::SpoolConfig,
+    /// Dropping clients' retries of events already stored; off unless enabled.
+    #[serde(default)]
+    pub dedupe: crate::dedupe::DedupeConfig,
     /// The Schema Registry, needed when a domain's `wire_format` is `confluent`.
     #[serde(default)]
     pub registry: Option<RegistryConfig>,
@@ -527,6 +530,7 @@ impl Config {
             }
         }
         self.spool.check(self.server.request_timeout_ms)?;
+        self.dedupe.check()?;
         if self.sources.is_empty() {
             return Err(("sources", "at least one source is needed".into()));
         }

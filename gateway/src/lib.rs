@@ -11,6 +11,7 @@ pub mod auth;
 pub mod config;
 pub mod contracts;
 pub mod cors;
+pub mod dedupe;
 pub mod enrich;
 pub mod enrichment;
 pub mod error;
@@ -87,6 +88,9 @@ pub enum StartupError {
     /// The producer could not be created (bad librdkafka property).
     #[error("Kafka producer: {0}")]
     Producer(#[from] rdkafka::error::KafkaError),
+    /// The dedupe store cannot be set up (bad Redis URL).
+    #[error("dedupe: {0}")]
+    Dedupe(#[from] dedupe::StoreError),
     /// The spool directory cannot be used (locked, unreadable).
     #[error("spool: {0}")]
     Spool(#[from] sink::spool::SpoolError),
@@ -94,8 +98,12 @@ pub enum StartupError {
 
 impl AppState {
     /// Loads the catalog and checks the sources against it, with `sink` as
-    /// the destination of records.
+    /// the destination of records (behind dedupe when `[dedupe]` is enabled).
     pub fn new(config: config::Config, sink: Arc<dyn sink::Sink>) -> Result<Self, StartupError> {
+        let request_timeout = std::time::Duration::from_millis(config.server.request_timeout_ms);
+        let sink = dedupe::wrap(&config.dedupe, request_timeout, sink)?;
+        let metrics = telemetry::Metrics::new();
+        sink.register_metrics(metrics.registry());
         let catalog = eventgw_schemas::loader::load_catalog(&config.catalog.dir)?;
         let auth = build_auth(&config, &catalog)?;
         let clients = enrich::ClientResolver::new(&config.enrichment);
@@ -108,7 +116,7 @@ impl AppState {
             sink,
             clock: Arc::new(Utc::now),
             clients,
-            metrics: telemetry::Metrics::new(),
+            metrics,
             schema_ids: arc_swap::ArcSwap::from_pointee(registry::SchemaIds::default()),
             edge,
             draining: std::sync::atomic::AtomicBool::new(false),
@@ -139,9 +147,14 @@ impl AppState {
 
     /// The state `gateway serve` runs with: as [`AppState::with_kafka`],
     /// with the spool in front of Kafka when `[spool]` is enabled (its
-    /// directory locked, and what a previous process left replayed first).
+    /// directory locked, and what a previous process left replayed first),
+    /// and with dedupe's long producer message timeout when `[dedupe]` is.
     pub fn serving(config: config::Config) -> Result<Self, StartupError> {
         if !config.spool.enabled {
+            if config.dedupe.enabled {
+                let kafka = sink::KafkaSink::with_message_timeout(&config.kafka, config.dedupe.delivery_timeout_ms)?;
+                return Self::new(config, Arc::new(kafka));
+            }
             return Self::with_kafka(config);
         }
         let kafka = sink::KafkaSink::with_message_timeout(&config.kafka, config.spool.delivery_timeout_ms)?;

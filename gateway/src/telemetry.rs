@@ -191,6 +191,11 @@ impl Metrics {
         }
     }
 
+    /// The registry, for metrics owned elsewhere (the dedupe sink's).
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
     /// Everything in the Prometheus text format.
     pub fn render(&self) -> String {
         let mut out = Vec::new();

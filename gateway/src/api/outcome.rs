@@ -140,7 +140,8 @@ pub async fn produce(
     {
         return Err(ApiError::KafkaUnavailable { detail: detail.clone(), retry_after });
     }
-    let spooled = spooled_events(&planned, &stored);
+    let spooled = events_where(&planned, &stored, Stored::Spooled);
+    let repeated = events_where(&planned, &stored, Stored::Duplicate);
     let results: Vec<_> =
         stored.into_iter().map(|r| r.map(|s| if let Stored::Kafka(d) = s { d } else { UNKNOWN_OFFSET })).collect();
     if results.iter().any(|r| matches!(r, Err(SinkError::QueueFull))) {
@@ -153,17 +154,34 @@ pub async fn produce(
     }
     let mut answer = assemble(planned, results.into_iter());
     mark_spooled(&mut answer, &spooled);
+    mark_repeated(&mut answer, &repeated);
     Ok(answer)
 }
 
 /// Where a spooled record will land is not known yet.
 const UNKNOWN_OFFSET: Delivered = Delivered { partition: -1, offset: -1 };
 
-/// Indexes of the events whose record went to the spool (records are in
+/// Indexes of the events whose record was stored as `how` (records are in
 /// the order of the events that produce one).
-fn spooled_events(planned: &[Planned], stored: &[Result<Stored, SinkError>]) -> Vec<usize> {
+fn events_where(planned: &[Planned], stored: &[Result<Stored, SinkError>], how: Stored) -> Vec<usize> {
     let produced = planned.iter().enumerate().filter(|(_, p)| p.verdict.is_produced());
-    produced.zip(stored).filter(|(_, s)| matches!(s, Ok(Stored::Spooled))).map(|((index, _), _)| index).collect()
+    produced.zip(stored).filter(|(_, s)| matches!(s, Ok(s) if *s == how)).map(|((index, _), _)| index).collect()
+}
+
+/// An accepted event whose `messageId` was already stored (a client's
+/// retry) says `duplicate`; a dead-lettered one keeps `invalid` and its
+/// reason (not dead-lettered again), which is what its sender needs to know.
+fn mark_repeated(answer: &mut BatchAnswer, repeated: &[usize]) {
+    for &index in repeated {
+        if let Some(event) = answer.events.get_mut(index).filter(|e| e.status == EventStatus::Accepted) {
+            event.status = EventStatus::Duplicate;
+            event.code = Some("duplicate_message_id");
+            event.message =
+                Some("an event with this `messageId` from this source was already stored: not stored again".into());
+            answer.accepted -= 1;
+            answer.duplicate += 1;
+        }
+    }
 }
 
 /// An accepted event that went to the spool says `spooled` (its topic is

@@ -44,6 +44,9 @@ pub enum Stored {
     /// Kafka did not acknowledge it in time: it is fsynced in the local
     /// spool and will be replayed to its topic.
     Spooled,
+    /// Not produced: the same `(source, messageId)` was stored within the
+    /// dedupe window (see [`crate::dedupe`]).
+    Duplicate,
 }
 
 /// Why a record was not stored, sorted by what the client should do.
@@ -93,6 +96,11 @@ pub trait Sink: Send + Sync + 'static {
     /// The spool's state, for `/readyz` and `/metrics`; `None` without a spool.
     fn spool_status(&self) -> Option<SpoolStatus> {
         None
+    }
+
+    /// Registers the sink's own metrics (dedupe's) in the gateway's registry.
+    fn register_metrics(&self, registry: &prometheus::Registry) {
+        let _ = registry;
     }
 
     /// Whether the sink can take traffic now; the error says why not.

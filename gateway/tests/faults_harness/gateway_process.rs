@@ -62,6 +62,9 @@ impl GatewayProcess {
             ("EVENTGW__KAFKA__REPLICATION_FACTOR".to_owned(), replication.to_string()),
             ("EVENTGW__SERVER__REQUEST_TIMEOUT_MS".to_owned(), REQUEST_TIMEOUT_MS.to_string()),
             ("EVENTGW__SERVER__SHUTDOWN_TIMEOUT_SECS".to_owned(), "10".to_owned()),
+            // Dedupe on (the embedded store): a client's retry of a batch
+            // already stored is answered `duplicate`, not stored again.
+            ("EVENTGW__DEDUPE__ENABLED".to_owned(), "true".to_owned()),
         ];
         let env = env.into_iter().chain(extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))).collect();
         let mut gw = Self {

@@ -29,6 +29,9 @@ pub struct Attempt {
 pub struct BatchLog {
     pub ids: Vec<String>,
     pub attempts: Vec<Attempt>,
+    /// Ids a 200 answered `duplicate` (already stored by an earlier try,
+    /// not stored again): the gateway's dedupe at work.
+    pub duplicates: Vec<String>,
 }
 
 impl BatchLog {
@@ -76,19 +79,26 @@ fn event(id: &str, user: usize, seq: usize) -> Value {
     }
 }
 
-async fn send(client: &reqwest::Client, url: &str, body: &Value, events: usize) -> Answer {
+/// Sends one batch; the answer and the ids it answered `duplicate`.
+async fn send(client: &reqwest::Client, url: &str, body: &Value, events: usize) -> (Answer, Vec<String>) {
     let request = client.post(format!("{url}/v1/batch")).basic_auth("demo-write-key", Some("")).json(body);
-    let Ok(response) = request.send().await else { return Answer::NoAnswer };
+    let Ok(response) = request.send().await else { return (Answer::NoAnswer, Vec::new()) };
     let status = response.status().as_u16();
-    let Ok(body) = response.json::<Value>().await else { return Answer::NoAnswer };
+    let Ok(body) = response.json::<Value>().await else { return (Answer::NoAnswer, Vec::new()) };
+    let mut duplicates = Vec::new();
     if status == 200 {
-        // With dedupe on, a retry of events already stored is answered `duplicate`.
-        let duplicate = body["duplicate"].as_u64().unwrap_or(0) as usize;
-        let accepted = body["accepted"].as_u64().unwrap_or(0) as usize;
-        assert_eq!(accepted + duplicate, events, "every event of the batch is accepted or a duplicate: {body}");
-        DUPLICATE_ANSWERS.fetch_add(duplicate, std::sync::atomic::Ordering::Relaxed);
+        // With dedupe on, a retry's events already stored are `duplicate`.
+        let accepted = body["accepted"].as_u64().unwrap_or(0) + body["duplicate"].as_u64().unwrap_or(0);
+        assert_eq!(accepted, events as u64, "every event of the batch is accepted or a duplicate: {body}");
+        DUPLICATE_ANSWERS
+            .fetch_add(body["duplicate"].as_u64().unwrap_or(0) as usize, std::sync::atomic::Ordering::Relaxed);
+        for event in body["events"].as_array().into_iter().flatten() {
+            if event["status"] == "duplicate" {
+                duplicates.push(event["messageId"].as_str().unwrap_or_default().to_owned());
+            }
+        }
     }
-    Answer::Status(status)
+    (Answer::Status(status), duplicates)
 }
 
 /// Events answered `duplicate` (a retry of an id already stored) in 200s
@@ -140,10 +150,11 @@ async fn user_loop(
     while Instant::now() < stop_new {
         let ids: Vec<String> = (0..load.batch).map(|k| format!("{run_id}-u{user}-b{seq}-e{k}")).collect();
         let body = json!({"batch": ids.iter().enumerate().map(|(k, id)| event(id, user, seq + k)).collect::<Vec<_>>()});
-        let mut log = BatchLog { ids, attempts: Vec::new() };
+        let mut log = BatchLog { ids, attempts: Vec::new(), duplicates: Vec::new() };
         loop {
             let started = Instant::now();
-            let answer = send(client, url, &body, load.batch).await;
+            let (answer, duplicates) = send(client, url, &body, load.batch).await;
+            log.duplicates.extend(duplicates);
             log.attempts.push(Attempt { started, ended: Instant::now(), answer });
             if answer == Answer::Status(200) || Instant::now() > give_up {
                 break;

@@ -64,6 +64,11 @@ pub struct Reconciliation {
     /// Duplicates of a batch sent once, in a run where librdkafka timed out
     /// in-flight produce requests: see [`Reconciliation::explain_by_gateway_log`].
     pub producer_duplicates: Vec<String>,
+    /// Ids a retry's 200 answered `duplicate` (dedupe: not stored again).
+    pub answered_duplicate: usize,
+    /// Ids answered `duplicate` that are not in Kafka: dedupe dropped a
+    /// distinct event (must be 0; they are also counted as lost).
+    pub duplicate_missing: Vec<String>,
     pub unacked_present: usize,
     pub unacked_absent: usize,
     /// Stored ids this run never sent.
@@ -129,6 +134,14 @@ pub fn reconcile(
             }
         }
     }
+    for log in logs {
+        for id in &log.duplicates {
+            r.answered_duplicate += 1;
+            if stored.get(id).copied().unwrap_or(0) == 0 {
+                r.duplicate_missing.push(id.clone());
+            }
+        }
+    }
     r.foreign = stored.keys().filter(|id| !sent.contains_key(id.as_str())).count();
     oks.sort();
     r.longest_gap = oks.windows(2).map(|w| w[1] - w[0]).max().unwrap_or_default();
@@ -184,6 +197,12 @@ impl Reconciliation {
             self.unexplained_duplicates
         );
         assert_eq!(self.foreign, 0, "{}: stored ids that were never sent", self.scenario);
+        assert!(
+            self.duplicate_missing.is_empty(),
+            "{}: answered duplicate but not in Kafka: {:?}",
+            self.scenario,
+            self.duplicate_missing
+        );
     }
 
     pub fn markdown(&self) -> String {
@@ -204,6 +223,11 @@ impl Reconciliation {
             self.extra_copies,
             self.unexplained_duplicates.len() + self.producer_duplicates.len(),
             self.producer_duplicates.len()
+        );
+        let _ = writeln!(
+            s,
+            "| retried ids answered `duplicate` (dedupe: already stored, not stored again) | {} |",
+            self.answered_duplicate
         );
         let _ = writeln!(
             s,

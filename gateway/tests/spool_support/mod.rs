@@ -175,7 +175,11 @@ pub async fn beacons(load: Beacons, run_id: String, url: String) -> BeaconRun {
                     if let Some(why) = why {
                         *run.refused.entry(why).or_default() += 1;
                     }
-                    run.logs.push(BatchLog { ids, attempts: vec![Attempt { started, ended: Instant::now(), answer }] });
+                    run.logs.push(BatchLog {
+                        ids,
+                        attempts: vec![Attempt { started, ended: Instant::now(), answer }],
+                        duplicates: Vec::new(),
+                    });
                     seq += 1;
                     sleep(load.every).await;
                 }

@@ -1,0 +1,163 @@
+//! Drops a client's retry of an event already stored, so the topic holds
+//! each `(source, messageId)` once within a window (24 h by default).
+//!
+//! [`DedupeSink`] wraps the sink the request path uses (Kafka, or the spool
+//! in front of it), so dedupe sits in one place: before a record is
+//! produced its id is *reserved* in a [`Store`] (a short pending entry);
+//! once the record is acknowledged or spooled the id is *confirmed* (kept
+//! for the window); when the produce fails it is *released*. So a retry
+//! after a `503` is produced, and a retry after a `200` is answered
+//! `duplicate` and never produced. Records replayed from the spool go
+//! straight to Kafka and never pass here: they are not deduped against
+//! their own reservation.
+//!
+//! Decisions (see the README's "Dedupe" section):
+//! - while a record's produce is in flight its reservation is extended
+//!   every third of the pending TTL; with dedupe on, the producer's message
+//!   timeout is long (`delivery_timeout_ms`), so a request that times out
+//!   (answered 503) leaves its record to librdkafka's idempotent retries,
+//!   still reserved: a client's retry meanwhile is told to retry, and once
+//!   the record lands it is `duplicate`. Only a definite failure releases;
+//! - a retry that finds the id *pending* (its first request still in
+//!   flight) is answered `503` with `Retry-After`: its first copy may yet
+//!   fail, so `duplicate` would be a lie, and producing it could store it
+//!   twice; by the time the client retries, the first has been settled;
+//! - dead-letter records are deduped too: a retry of an invalid event is
+//!   answered `invalid` with its reason again, but not dead-lettered twice;
+//! - an id repeated with a different event (another topic, partition key,
+//!   event name or dead-letter reason) is still the duplicate it claims to
+//!   be, counted in `eventgw_dedupe_conflicts_total` and logged. The body
+//!   itself is not compared: SDKs change `sentAt` (and so the corrected
+//!   `timestamp`) on every attempt, so a byte hash would flag honest retries.
+
+pub mod config;
+pub mod memory;
+mod metrics;
+pub mod shared;
+mod sink;
+
+use futures::future::BoxFuture;
+
+pub use config::{DedupeConfig, OnStoreError, StoreKind};
+pub use memory::MemoryStore;
+pub use metrics::DedupeMetrics;
+pub use shared::RedisStore;
+pub use sink::DedupeSink;
+
+use crate::sink::OutRecord;
+
+/// An event's identity: who sent it and the id it carries.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct EventId {
+    /// The source (write key owner) it came from; ids are per source.
+    pub source: String,
+    /// Its `messageId`.
+    pub message_id: String,
+}
+
+/// One id to reserve, confirm or release.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reservation {
+    /// Which event.
+    pub id: EventId,
+    /// What the event claims to be (see [`fingerprint`]), kept with the id
+    /// so a repeated id with another event is reported as a conflict.
+    pub fingerprint: u32,
+    /// The request that holds the reservation: only it may release it.
+    pub token: u64,
+}
+
+/// What the store says of a reserved id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    /// Not seen within the window: now reserved by this request; produce it.
+    New,
+    /// Stored within the window, with this fingerprint: a duplicate.
+    Stored(u32),
+    /// Reserved by a request still in flight.
+    Pending,
+}
+
+/// Why the store did not answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct StoreError(pub String);
+
+/// Remembers the ids of stored events for the window.
+pub trait Store: Send + Sync + 'static {
+    /// Reserves each id not yet known (atomically per id) and says what
+    /// each one is, in input order.
+    fn reserve(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<Vec<Claim>, StoreError>>;
+    /// Marks the ids as stored, for the window.
+    fn confirm(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<(), StoreError>>;
+    /// Forgets the ids still reserved with their token (the produce failed).
+    fn release(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<(), StoreError>>;
+    /// Keeps the ids still reserved with their token reserved for another
+    /// pending TTL: called while their produce is in flight, so a live
+    /// request never loses its reservation and a dead one's lapses soon.
+    fn extend(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<(), StoreError>>;
+    /// Whether the store answers now.
+    fn check(&self) -> BoxFuture<'static, Result<(), StoreError>>;
+    /// How long a reservation lasts unless extended.
+    fn pending_ttl(&self) -> std::time::Duration;
+    /// Ids forgotten before their window ended, to respect a memory bound.
+    fn evicted(&self) -> u64 {
+        0
+    }
+    /// Ids held, where the store knows it cheaply.
+    fn held(&self) -> Option<usize> {
+        None
+    }
+}
+
+/// The identity of a record: its `source` and `event-id` headers (every
+/// record the pipeline makes has both).
+pub fn event_id(record: &OutRecord) -> Option<EventId> {
+    let header = |name: &str| record.headers.iter().find(|(n, _)| *n == name).map(|(_, v)| v.clone());
+    Some(EventId { source: header("source")?, message_id: header("event-id")? })
+}
+
+/// What a record claims to be, for conflict reports: its topic, partition
+/// key, event name and dead-letter reason. CRC-32, the same in every
+/// gateway process and version, so gateways sharing a store agree.
+pub fn fingerprint(record: &OutRecord) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(record.topic.as_bytes());
+    hasher.update(&[0]);
+    hasher.update(record.key.as_bytes());
+    for name in ["event-name", "dead-letter-reason"] {
+        hasher.update(&[0]);
+        if let Some((_, value)) = record.headers.iter().find(|(n, _)| *n == name) {
+            hasher.update(value.as_bytes());
+        }
+    }
+    hasher.finalize()
+}
+
+/// `sink` with dedupe in front when `[dedupe]` is enabled, else `sink`.
+/// A reservation lapses after twice the request timeout: by then the
+/// request that made it has been answered, and its task has settled it
+/// unless the process died.
+pub fn wrap(
+    config: &DedupeConfig,
+    request_timeout: std::time::Duration,
+    sink: std::sync::Arc<dyn crate::sink::Sink>,
+) -> Result<std::sync::Arc<dyn crate::sink::Sink>, StoreError> {
+    if !config.enabled {
+        return Ok(sink);
+    }
+    let window = std::time::Duration::from_secs(config.window_secs);
+    let pending_ttl = (request_timeout * 2).max(std::time::Duration::from_secs(1));
+    let store: std::sync::Arc<dyn Store> = match config.store {
+        StoreKind::Memory => std::sync::Arc::new(MemoryStore::new(window, config.max_ids, pending_ttl)),
+        StoreKind::Redis => {
+            let timeout = std::time::Duration::from_millis(config.store_timeout_ms);
+            std::sync::Arc::new(RedisStore::new(&config.redis_url, window, pending_ttl, timeout)?)
+        }
+    };
+    Ok(std::sync::Arc::new(DedupeSink::new(sink, store, config.on_store_error)))
+}
+
+#[cfg(test)]
+#[path = "model_tests.rs"]
+mod model_tests;

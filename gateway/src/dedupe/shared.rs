@@ -1,0 +1,206 @@
+//! The shared store: a Redis or Valkey server every gateway talks to, so an
+//! id stored through one gateway is a duplicate on all of them.
+//!
+//! Keys are `eventgw:dedupe:<len(source)>:<source>:<messageId>` (the length
+//! makes the split exact whatever the source id holds); the value is
+//! `p:<fingerprint>:<token>` while reserved (expiring after the pending
+//! TTL, so a gateway that dies mid-request does not hold an id for ever)
+//! and `c:<fingerprint>` once confirmed (expiring after the window).
+//! Reserving and releasing are Lua scripts (atomic per batch, one round
+//! trip); confirming is a pipeline of plain `SET … PX`, which overwrites
+//! whatever is there: the record *is* stored. The scripts touch keys of one
+//! request together, so Redis Cluster is not supported (one server, or a
+//! primary with replicas behind Sentinel).
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use futures::future::{BoxFuture, FutureExt};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+
+use super::{Claim, Reservation, Store, StoreError};
+
+const RESERVE: &str = r"
+local out = {}
+for i, key in ipairs(KEYS) do
+  if redis.call('SET', key, ARGV[i + 1], 'NX', 'PX', ARGV[1]) then
+    out[i] = 'n'
+  else
+    out[i] = redis.call('GET', key) or 'n'
+  end
+end
+return out
+";
+
+const RELEASE: &str = r"
+for i, key in ipairs(KEYS) do
+  if redis.call('GET', key) == ARGV[i] then
+    redis.call('DEL', key)
+  end
+end
+return 0
+";
+
+const EXTEND: &str = r"
+for i, key in ipairs(KEYS) do
+  if redis.call('GET', key) == ARGV[i + 1] then
+    redis.call('PEXPIRE', key, ARGV[1])
+  end
+end
+return 0
+";
+
+/// The connections run on their own small runtime, alive for the process:
+/// no actix worker's runtime (which stops with its worker) owns them.
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("dedupe-redis")
+            .enable_all()
+            .build()
+            .expect("a tokio runtime can be built at start-up")
+    })
+}
+
+/// A Redis or Valkey server holding the ids of every gateway.
+pub struct RedisStore {
+    connection: ConnectionManager,
+    reserve: redis::Script,
+    release: redis::Script,
+    extend: redis::Script,
+    window_ms: u64,
+    pending_ms: u64,
+    timeout: Duration,
+}
+
+impl RedisStore {
+    /// Connects lazily (the gateway starts with the store down, and
+    /// `on_store_error` decides what requests do meanwhile).
+    pub fn new(url: &str, window: Duration, pending_ttl: Duration, timeout: Duration) -> Result<Self, StoreError> {
+        let client = redis::Client::open(url).map_err(|e| StoreError(format!("redis_url `{url}`: {e}")))?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(timeout))
+            .set_response_timeout(Some(timeout))
+            .set_number_of_retries(1)
+            .set_max_delay(Duration::from_millis(200));
+        let _entered = runtime().enter();
+        let connection = ConnectionManager::new_lazy_with_config(client, config)
+            .map_err(|e| StoreError(format!("Redis client: {e}")))?;
+        Ok(Self {
+            connection,
+            reserve: redis::Script::new(RESERVE),
+            release: redis::Script::new(RELEASE),
+            extend: redis::Script::new(EXTEND),
+            window_ms: millis(window),
+            pending_ms: millis(pending_ttl),
+            timeout,
+        })
+    }
+
+    /// Runs `work` on the store's runtime, within the store timeout.
+    fn run<T: Send + 'static>(
+        &self,
+        work: impl Future<Output = redis::RedisResult<T>> + Send + 'static,
+    ) -> BoxFuture<'static, Result<T, StoreError>> {
+        let timeout = self.timeout;
+        let task = runtime().spawn(tokio::time::timeout(timeout, work));
+        async move {
+            match task.await {
+                Ok(Ok(Ok(value))) => Ok(value),
+                Ok(Ok(Err(e))) => Err(StoreError(format!("Redis: {e}"))),
+                Ok(Err(_)) => Err(StoreError(format!("Redis did not answer within {} ms", timeout.as_millis()))),
+                Err(e) => Err(StoreError(format!("Redis task failed: {e}"))),
+            }
+        }
+        .boxed()
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+/// The key of an id.
+fn key(r: &Reservation) -> String {
+    format!("eventgw:dedupe:{}:{}:{}", r.id.source.len(), r.id.source, r.id.message_id)
+}
+
+fn pending_value(r: &Reservation) -> String {
+    format!("p:{}:{}", r.fingerprint, r.token)
+}
+
+/// Reads a value found at reservation.
+fn claim(value: &str) -> Claim {
+    let mut parts = value.split(':');
+    match (parts.next(), parts.next().and_then(|f| f.parse().ok())) {
+        (Some("c"), Some(fingerprint)) => Claim::Stored(fingerprint),
+        (Some("p"), _) => Claim::Pending,
+        (Some("n"), _) => Claim::New,
+        // Not ours (another writer's value): treat as stored, unconfirmable
+        // fingerprint, rather than produce a possible duplicate.
+        _ => Claim::Stored(0),
+    }
+}
+
+impl Store for RedisStore {
+    fn reserve(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<Vec<Claim>, StoreError>> {
+        let script = self.reserve.clone();
+        let pending_ms = self.pending_ms;
+        let mut connection = self.connection.clone();
+        let answer = self.run(async move {
+            let mut invocation = script.prepare_invoke();
+            invocation.arg(pending_ms);
+            for r in &ids {
+                invocation.key(key(r)).arg(pending_value(r));
+            }
+            invocation.invoke_async::<Vec<String>>(&mut connection).await
+        });
+        async move { Ok(answer.await?.iter().map(|v| claim(v)).collect()) }.boxed()
+    }
+
+    fn confirm(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<(), StoreError>> {
+        let mut pipe = redis::pipe();
+        for r in &ids {
+            pipe.cmd("SET").arg(key(r)).arg(format!("c:{}", r.fingerprint)).arg("PX").arg(self.window_ms).ignore();
+        }
+        let mut connection = self.connection.clone();
+        self.run(async move { pipe.query_async::<()>(&mut connection).await })
+    }
+
+    fn release(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<(), StoreError>> {
+        let script = self.release.clone();
+        let mut connection = self.connection.clone();
+        self.run(async move {
+            let mut invocation = script.prepare_invoke();
+            for r in &ids {
+                invocation.key(key(r)).arg(pending_value(r));
+            }
+            invocation.invoke_async::<i64>(&mut connection).await.map(drop)
+        })
+    }
+
+    fn extend(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<(), StoreError>> {
+        let script = self.extend.clone();
+        let pending_ms = self.pending_ms;
+        let mut connection = self.connection.clone();
+        self.run(async move {
+            let mut invocation = script.prepare_invoke();
+            invocation.arg(pending_ms);
+            for r in &ids {
+                invocation.key(key(r)).arg(pending_value(r));
+            }
+            invocation.invoke_async::<i64>(&mut connection).await.map(drop)
+        })
+    }
+
+    fn pending_ttl(&self) -> Duration {
+        Duration::from_millis(self.pending_ms)
+    }
+
+    fn check(&self) -> BoxFuture<'static, Result<(), StoreError>> {
+        let mut connection = self.connection.clone();
+        self.run(async move { redis::cmd("PING").query_async::<String>(&mut connection).await.map(drop) })
+    }
+}

@@ -1,0 +1,258 @@
+//! [`DedupeSink`]: reserve → produce → confirm or release, around any sink.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::future::{BoxFuture, FutureExt};
+
+use super::{Claim, DedupeMetrics, OnStoreError, Reservation, Store, StoreError, event_id, fingerprint};
+use crate::sink::{Delivered, OutRecord, Sink, SinkError, SpoolStatus, Stored};
+
+/// The message of a retry whose first request is still in flight.
+pub const PENDING: &str =
+    "an earlier request with the same messageId is still being stored; retry after it is answered";
+
+/// A sink that produces each `(source, messageId)` once within the window.
+pub struct DedupeSink {
+    /// Where records that are not duplicates go (Kafka, or the spool).
+    inner: Arc<dyn Sink>,
+    /// Where ids are remembered.
+    store: Arc<dyn Store>,
+    /// What happens when the store fails.
+    on_store_error: OnStoreError,
+    /// Shared with the tasks that settle reservations after the answer.
+    metrics: DedupeMetrics,
+}
+
+impl DedupeSink {
+    /// Wraps `inner`, remembering ids in `store`.
+    pub fn new(inner: Arc<dyn Sink>, store: Arc<dyn Store>, on_store_error: OnStoreError) -> Self {
+        Self { inner, store, on_store_error, metrics: DedupeMetrics::new() }
+    }
+
+    /// Its metrics (tests read them).
+    pub fn metrics(&self) -> &DedupeMetrics {
+        &self.metrics
+    }
+}
+
+impl Sink for DedupeSink {
+    /// Not deduped: the request path calls [`Sink::store_all`]; this is for
+    /// callers that produce on purpose (none today).
+    fn send_all(&self, records: Vec<OutRecord>) -> BoxFuture<'static, Vec<Result<Delivered, SinkError>>> {
+        self.inner.send_all(records)
+    }
+
+    fn store_all(
+        &self,
+        records: Vec<OutRecord>,
+        deadline: Duration,
+    ) -> BoxFuture<'static, Vec<Result<Stored, SinkError>>> {
+        let count = records.len();
+        let run = Run {
+            inner: Arc::clone(&self.inner),
+            store: Arc::clone(&self.store),
+            on_store_error: self.on_store_error,
+            metrics: self.metrics.clone(),
+        };
+        // A task of its own: the request may time out and drop its future,
+        // but the produce goes on in the producer, and its reservation must
+        // still be confirmed or released when it settles.
+        let task = tokio::spawn(run.store_all(records, deadline));
+        async move {
+            task.await.unwrap_or_else(|e| {
+                tracing::error!(error = %e, "Dedupe task failed");
+                vec![Err(SinkError::Unavailable(format!("the dedupe task failed: {e}"))); count]
+            })
+        }
+        .boxed()
+    }
+
+    fn spool_status(&self) -> Option<SpoolStatus> {
+        self.inner.spool_status()
+    }
+
+    fn check_ready(&self) -> BoxFuture<'static, Result<(), String>> {
+        let inner = self.inner.check_ready();
+        let store = (self.on_store_error == OnStoreError::Unavailable).then(|| self.store.check());
+        async move {
+            inner.await?;
+            if let Some(store) = store {
+                store.await.map_err(|e| format!("the dedupe store cannot be reached: {e}"))?;
+            }
+            Ok(())
+        }
+        .boxed()
+    }
+
+    fn queue_depth(&self) -> i64 {
+        self.inner.queue_depth()
+    }
+
+    fn flush(&self, timeout: Duration) -> Result<(), String> {
+        self.inner.flush(timeout)
+    }
+
+    fn register_metrics(&self, registry: &prometheus::Registry) {
+        self.metrics.register(registry);
+        self.inner.register_metrics(registry);
+    }
+}
+
+/// One request's records, moved into the task that settles them.
+struct Run {
+    inner: Arc<dyn Sink>,
+    store: Arc<dyn Store>,
+    on_store_error: OnStoreError,
+    metrics: DedupeMetrics,
+}
+
+impl Run {
+    async fn store_all(self, records: Vec<OutRecord>, deadline: Duration) -> Vec<Result<Stored, SinkError>> {
+        let token = uuid::Uuid::new_v4().as_u64_pair().0;
+        let reservations: Vec<Option<Reservation>> = records
+            .iter()
+            .map(|r| event_id(r).map(|id| Reservation { id, fingerprint: fingerprint(r), token }))
+            .collect();
+        let wanted: Vec<Reservation> = reservations.iter().flatten().cloned().collect();
+        let started = Instant::now();
+        let claims = if wanted.is_empty() { Ok(Vec::new()) } else { self.store.reserve(wanted.clone()).await };
+        self.metrics.store_latency.observe(started.elapsed().as_secs_f64());
+        let claims = match claims {
+            Ok(claims) if claims.len() == wanted.len() => claims,
+            Ok(_) => {
+                return self.unchecked(records, deadline, StoreError("the store answered a short list".into())).await;
+            }
+            Err(e) => return self.unchecked(records, deadline, e).await,
+        };
+        let mut claims = claims.into_iter();
+        let mut answers: Vec<Option<Result<Stored, SinkError>>> = Vec::with_capacity(records.len());
+        let mut to_send = Vec::new();
+        let mut sent: Vec<Option<Reservation>> = Vec::new();
+        for (record, reservation) in records.into_iter().zip(reservations) {
+            let Some(reservation) = reservation else {
+                answers.push(None);
+                to_send.push(record);
+                sent.push(None);
+                continue;
+            };
+            match claims.next().unwrap_or(Claim::Pending) {
+                Claim::New => {
+                    answers.push(None);
+                    to_send.push(record);
+                    sent.push(Some(reservation));
+                }
+                Claim::Stored(stored) => {
+                    self.metrics.duplicates.inc();
+                    if stored != reservation.fingerprint {
+                        self.metrics.conflicts.inc();
+                        tracing::warn!(
+                            source = %reservation.id.source,
+                            message_id = %reservation.id.message_id,
+                            topic = %record.topic,
+                            "Repeated messageId with a different event; dropped as the duplicate it claims to be"
+                        );
+                    }
+                    answers.push(Some(Ok(Stored::Duplicate)));
+                }
+                Claim::Pending => {
+                    self.metrics.pending.inc();
+                    answers.push(Some(Err(SinkError::Unavailable(PENDING.into()))));
+                }
+            }
+        }
+        let stored = if to_send.is_empty() {
+            Vec::new()
+        } else {
+            let held: Vec<Reservation> = sent.iter().flatten().cloned().collect();
+            self.keep_reserved(self.inner.store_all(to_send, deadline), held).await
+        };
+        self.settle(&sent, &stored).await;
+        let mut stored = stored.into_iter();
+        answers
+            .into_iter()
+            .map(|a| {
+                a.unwrap_or_else(|| stored.next().unwrap_or_else(|| Err(SinkError::Unavailable("no answer".into()))))
+            })
+            .collect()
+    }
+
+    /// Awaits the produce, extending its reservations meanwhile (a produce
+    /// can outlast the request: see the module's notes).
+    async fn keep_reserved(
+        &self,
+        produce: BoxFuture<'static, Vec<Result<Stored, SinkError>>>,
+        held: Vec<Reservation>,
+    ) -> Vec<Result<Stored, SinkError>> {
+        let every = (self.store.pending_ttl() / 3).max(Duration::from_millis(10));
+        let mut produce = produce.fuse();
+        loop {
+            let mut tick = Box::pin(tokio::time::sleep(every)).fuse();
+            futures::select! {
+                stored = produce => return stored,
+                () = tick => {
+                    if !held.is_empty()
+                        && let Err(e) = self.store.extend(held.clone()).await
+                    {
+                        self.metrics.store_errors.with_label_values(&["extend"]).inc();
+                        tracing::warn!(error = %e, "Dedupe store did not extend reservations in flight");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Confirms what was stored (in Kafka or the spool), releases what was not.
+    async fn settle(&self, sent: &[Option<Reservation>], stored: &[Result<Stored, SinkError>]) {
+        let (mut confirm, mut release) = (Vec::new(), Vec::new());
+        for (reservation, result) in sent.iter().zip(stored) {
+            let Some(reservation) = reservation.clone() else { continue };
+            if result.is_ok() { confirm.push(reservation) } else { release.push(reservation) }
+        }
+        // A failed confirm lets a later retry be stored again (a duplicate,
+        // never a loss); a failed release makes a retry wait for the
+        // pending TTL (a delay, never a loss).
+        if !confirm.is_empty()
+            && let Err(e) = self.store.confirm(confirm).await
+        {
+            self.metrics.store_errors.with_label_values(&["confirm"]).inc();
+            tracing::warn!(error = %e, "Dedupe store did not confirm stored ids; their retries may be stored again");
+        }
+        if !release.is_empty()
+            && let Err(e) = self.store.release(release).await
+        {
+            self.metrics.store_errors.with_label_values(&["release"]).inc();
+            tracing::warn!(error = %e, "Dedupe store did not release failed ids; their retries wait for the pending TTL");
+        }
+        let evicted = self.store.evicted();
+        let seen = self.metrics.evicted.get();
+        if evicted > seen {
+            self.metrics.evicted.inc_by(evicted - seen);
+        }
+        if let Some(held) = self.store.held() {
+            self.metrics.held.set(i64::try_from(held).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// The store failed: produce without dedupe, or refuse, as configured.
+    async fn unchecked(
+        self,
+        records: Vec<OutRecord>,
+        deadline: Duration,
+        error: StoreError,
+    ) -> Vec<Result<Stored, SinkError>> {
+        self.metrics.store_errors.with_label_values(&["reserve"]).inc();
+        match self.on_store_error {
+            OnStoreError::Produce => {
+                tracing::warn!(error = %error, "Dedupe store failed; producing without dedupe");
+                self.metrics.unchecked.inc_by(records.len() as u64);
+                self.inner.store_all(records, deadline).await
+            }
+            OnStoreError::Unavailable => {
+                tracing::warn!(error = %error, "Dedupe store failed; answering 503");
+                let detail = format!("the dedupe store cannot be reached ({error}); retry later");
+                vec![Err(SinkError::Unavailable(detail)); records.len()]
+            }
+        }
+    }
+}
