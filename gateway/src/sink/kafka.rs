@@ -263,6 +263,21 @@ impl KafkaSink {
     /// Produces records read back from the spool with their original
     /// topic, key, headers and payload, through this same idempotent producer.
     pub fn send_spooled(&self, records: &[SpooledRecord]) -> BoxFuture<'static, Vec<Result<Delivered, SinkError>>> {
+        self.send_each(records, |r| {
+            (&r.topic, &r.key, &r.payload, r.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        })
+    }
+
+    /// Enqueues every record now (librdkafka batches them), then waits for
+    /// each one's fate; `parts` gives a record's topic, key, payload and headers.
+    fn send_each<'a, R, H>(
+        &self,
+        records: &'a [R],
+        parts: impl Fn(&'a R) -> (&'a str, &'a str, &'a [u8], H),
+    ) -> BoxFuture<'static, Vec<Result<Delivered, SinkError>>>
+    where
+        H: ExactSizeIterator<Item = (&'a str, &'a str)>,
+    {
         let generation = match self.healthy() {
             Ok(generation) => generation,
             Err(error) => return futures::future::ready(records.iter().map(|_| Err(error.clone())).collect()).boxed(),
@@ -270,8 +285,8 @@ impl KafkaSink {
         let pending = records
             .iter()
             .map(|r| {
-                let headers = r.headers.iter().map(|(k, v)| (k.as_str(), v.as_str()));
-                enqueue(&generation, &r.topic, &r.key, &r.payload, headers)
+                let (topic, key, payload, headers) = parts(r);
+                enqueue(&generation, topic, key, payload, headers)
             })
             .collect();
         wait_all(&self.inner, pending)
@@ -280,19 +295,7 @@ impl KafkaSink {
 
 impl Sink for KafkaSink {
     fn send_all(&self, records: Vec<OutRecord>) -> BoxFuture<'static, Vec<Result<Delivered, SinkError>>> {
-        let generation = match self.healthy() {
-            Ok(generation) => generation,
-            Err(error) => return futures::future::ready(records.iter().map(|_| Err(error.clone())).collect()).boxed(),
-        };
-        // Enqueue everything now; librdkafka batches them. Only then wait.
-        let pending = records
-            .iter()
-            .map(|r| {
-                let headers = r.headers.iter().map(|(k, v)| (*k, v.as_str()));
-                enqueue(&generation, &r.topic, &r.key, &r.payload, headers)
-            })
-            .collect();
-        wait_all(&self.inner, pending)
+        self.send_each(&records, |r| (&r.topic, &r.key, &r.payload, r.headers.iter().map(|(k, v)| (*k, v.as_str()))))
     }
 
     fn check_ready(&self) -> BoxFuture<'static, Result<(), String>> {
