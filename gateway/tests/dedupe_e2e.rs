@@ -7,14 +7,12 @@
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::sync::atomic::AtomicUsize;
 
-use common::{TestGateway, brokers, find, unique};
-use futures::future::{BoxFuture, FutureExt};
+use common::{FailsFirst, TestGateway, brokers, find, unique};
 use gateway::AppState;
 use gateway::config::Config;
-use gateway::sink::{Delivered, KafkaSink, OutRecord, Sink, SinkError};
+use gateway::sink::KafkaSink;
 use serde_json::{Value, json};
 
 /// The dev configuration with dedupe on (memory store), plus `extra`.
@@ -104,32 +102,6 @@ async fn an_invalid_event_retried_is_answered_invalid_and_dead_lettered_once() {
     }
     assert_eq!(find(&brokers(), "eventgw.dead-letter", &id).len(), 1, "dead-lettered once");
     gw.stop().await;
-}
-
-/// Kafka, except that the first `fail` produce calls answer "unavailable"
-/// without producing: the 503 a client retries after.
-struct FailsFirst {
-    kafka: KafkaSink,
-    fail: AtomicUsize,
-}
-
-impl Sink for FailsFirst {
-    fn send_all(&self, records: Vec<OutRecord>) -> BoxFuture<'static, Vec<Result<Delivered, SinkError>>> {
-        if self.fail.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok() {
-            let failed = vec![Err(SinkError::Unavailable("the broker did not acknowledge".into())); records.len()];
-            return async move { failed }.boxed();
-        }
-        self.kafka.send_all(records)
-    }
-    fn check_ready(&self) -> BoxFuture<'static, Result<(), String>> {
-        self.kafka.check_ready()
-    }
-    fn queue_depth(&self) -> i64 {
-        self.kafka.queue_depth()
-    }
-    fn flush(&self, timeout: Duration) -> Result<(), String> {
-        self.kafka.flush(timeout)
-    }
 }
 
 #[actix_web::test]

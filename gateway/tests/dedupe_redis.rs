@@ -10,14 +10,13 @@ mod common;
 
 use std::process::Command;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::time::{Duration, Instant};
 
-use common::{TestGateway, brokers, find, unique};
-use futures::future::{BoxFuture, FutureExt};
+use common::{FailsFirst, TestGateway, brokers, find, unique};
 use gateway::AppState;
 use gateway::config::Config;
-use gateway::sink::{Delivered, KafkaSink, OutRecord, Sink, SinkError};
+use gateway::sink::KafkaSink;
 use serde_json::{Value, json};
 
 fn base_port() -> u16 {
@@ -77,31 +76,6 @@ async fn readyz_until(gw: &TestGateway, want: u16) -> (u16, String) {
             return (status, body);
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-/// Kafka, except that the first `fail` produce calls answer "unavailable".
-struct FailsFirst {
-    kafka: KafkaSink,
-    fail: AtomicUsize,
-}
-
-impl Sink for FailsFirst {
-    fn send_all(&self, records: Vec<OutRecord>) -> BoxFuture<'static, Vec<Result<Delivered, SinkError>>> {
-        if self.fail.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok() {
-            let failed = vec![Err(SinkError::Unavailable("the broker did not acknowledge".into())); records.len()];
-            return async move { failed }.boxed();
-        }
-        self.kafka.send_all(records)
-    }
-    fn check_ready(&self) -> BoxFuture<'static, Result<(), String>> {
-        self.kafka.check_ready()
-    }
-    fn queue_depth(&self) -> i64 {
-        self.kafka.queue_depth()
-    }
-    fn flush(&self, timeout: Duration) -> Result<(), String> {
-        self.kafka.flush(timeout)
     }
 }
 

@@ -348,3 +348,41 @@ pub fn all_topics(state: &AppState) -> Vec<String> {
 pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}", uuid::Uuid::new_v4())
 }
+
+/// Kafka, except that the first `fail` produce calls answer "unavailable"
+/// without producing: the 503 a client retries after.
+pub struct FailsFirst {
+    pub kafka: gateway::sink::KafkaSink,
+    pub fail: std::sync::atomic::AtomicUsize,
+}
+
+impl gateway::sink::Sink for FailsFirst {
+    fn send_all(
+        &self,
+        records: Vec<gateway::sink::OutRecord>,
+    ) -> futures::future::BoxFuture<'static, Vec<Result<gateway::sink::Delivered, gateway::sink::SinkError>>> {
+        if self
+            .fail
+            .fetch_update(std::sync::atomic::Ordering::SeqCst, std::sync::atomic::Ordering::SeqCst, |n| {
+                n.checked_sub(1)
+            })
+            .is_ok()
+        {
+            let failed = vec![
+                Err(gateway::sink::SinkError::Unavailable("the broker did not acknowledge".into()));
+                records.len()
+            ];
+            return futures::FutureExt::boxed(async move { failed });
+        }
+        self.kafka.send_all(records)
+    }
+    fn check_ready(&self) -> futures::future::BoxFuture<'static, Result<(), String>> {
+        self.kafka.check_ready()
+    }
+    fn queue_depth(&self) -> i64 {
+        self.kafka.queue_depth()
+    }
+    fn flush(&self, timeout: Duration) -> Result<(), String> {
+        self.kafka.flush(timeout)
+    }
+}
