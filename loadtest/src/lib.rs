@@ -2,7 +2,10 @@
 //! can drive the generator against the ceiling server.
 
 pub mod args;
+pub mod bench_catalog;
 pub mod ceiling;
+pub mod connections;
+pub mod curves;
 pub mod e2e;
 pub mod generator;
 pub mod kafka_ceiling;

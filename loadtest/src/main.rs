@@ -3,6 +3,9 @@
 //!   loadtest ceiling --listen 127.0.0.1:8090 [--workers 2] [--delay-ms 0]
 //!   loadtest run --url URL --rate R --seconds S [--batch N] [--gzip] [--key K | --bearer T]
 //!   loadtest suite --gateway URL --ceiling URL --brokers B --out BENCHMARKS.md [...]
+//!   loadtest bench-catalog --out DIR [--types 200]   (the generated `bench` domain)
+//!   loadtest curves --gateway URL --catalog DIR --gateway-pid PID [--runs 3] [--seconds 4]
+//!                   [--events-per-sec 8000] [--only CURVE]   (prints the "Cost curves" section)
 //!
 //! Every run is open-loop, bounded in requests and time, loopback only.
 
@@ -14,18 +17,21 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use eventgw_loadtest::args::Args;
 use eventgw_loadtest::generator::{self, Auth, RunConfig};
-use eventgw_loadtest::{ceiling, client, suite, workload};
+use eventgw_loadtest::{bench_catalog, ceiling, client, curves, suite, workload};
 
 fn main() -> anyhow::Result<()> {
     let argv: Vec<String> = std::env::args().skip(1).collect();
-    let (command, rest) = argv.split_first().context("usage: loadtest ceiling|run|suite [--flags]")?;
+    let (command, rest) =
+        argv.split_first().context("usage: loadtest ceiling|run|suite|curves|bench-catalog|token [--flags]")?;
     let args = Args::parse(rest)?;
     match command.as_str() {
         "ceiling" => ceiling_server(&args),
         "run" => runtime()?.block_on(single_run(&args)),
         "suite" => runtime()?.block_on(suite::suite(&args)),
+        "curves" => runtime()?.block_on(curves::curves(&args)),
+        "bench-catalog" => bench_catalog::write(&PathBuf::from(args.required("out")?), args.get("types", 200)?),
         "token" => token(&args),
-        other => anyhow::bail!("unknown command `{other}`; use ceiling, run or suite"),
+        other => anyhow::bail!("unknown command `{other}`; use ceiling, run, suite, curves, bench-catalog or token"),
     }
 }
 

@@ -33,7 +33,38 @@ impl Workload {
         let examples: Vec<Value> =
             catalog.events().iter().filter_map(|e| e.latest().examples.first().cloned()).collect();
         anyhow::ensure!(!examples.is_empty(), "the catalog has no examples");
+        Self::from_examples(examples, batch, gzip, users)
+    }
+
+    /// A workload cycling through `examples` (each a track, page, ... event).
+    pub fn from_examples(examples: Vec<Value>, batch: usize, gzip: bool, users: u64) -> anyhow::Result<Self> {
+        anyhow::ensure!(!examples.is_empty(), "a workload needs at least one example event");
         Ok(Self { batch: batch.max(1), gzip, users: users.max(1), examples })
+    }
+
+    /// Pads every example with a `properties.padding` string so each event
+    /// is about `bytes` long as compact JSON, as sent (ids and the intended
+    /// time included). Examples already that long are left as they are.
+    pub fn padded_to(mut self, bytes: usize) -> Self {
+        const ENTRY: usize = r#","padding":"""#.len();
+        for n in 0..self.examples.len() {
+            // A full-length id and time, so the estimate is not short.
+            let size = serde_json::to_vec(&self.event(n as u64 + 1_000_000_000, u64::MAX / 2)).map_or(0, |v| v.len());
+            if size + ENTRY < bytes {
+                let filler = "x".repeat(bytes - size - ENTRY);
+                if let Some(props) = self.examples[n].get_mut("properties").and_then(Value::as_object_mut) {
+                    props.insert("padding".into(), Value::String(filler));
+                } else {
+                    self.examples[n]["properties"] = json!({ "padding": filler });
+                }
+            }
+        }
+        self
+    }
+
+    /// How many distinct examples the workload cycles through.
+    pub fn kinds(&self) -> usize {
+        self.examples.len()
     }
 
     /// The body of request number `seq`, intended to go out at `intended_ns`.
