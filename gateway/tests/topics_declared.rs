@@ -43,9 +43,18 @@ fn both_readings_of_every_shipped_config_declare_the_same_topics() {
             ("EVENTGW__SERVER__LISTEN", "127.0.0.1:1"),
         ]),
     ];
-    for name in ["dev.toml", "production.toml"] {
+    // A configuration with only the required keys, so the defaults are compared too.
+    let minimal = std::env::temp_dir().join(format!("eventgw-topics-minimal-{}.toml", std::process::id()));
+    let text = format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\n[catalog]\ndir = \"{}\"\n[kafka]\nbrokers = \"127.0.0.1:9\"\n\
+         dead_letter_topic = \"d\"\nidentity_topic = \"i\"\nunclassified_topic = \"u\"\n\
+         [[sources]]\nid = \"t\"\nwrite_key = \"minimal-write-key\"\ndomains = [\"web\"]\n",
+        common::repo_root().join("schemas").display()
+    );
+    std::fs::write(&minimal, text).expect("minimal config");
+    for path in [shipped("dev.toml"), shipped("production.toml"), minimal.clone()] {
+        let name = path.display();
         for vars in &overrides {
-            let path = shipped(name);
             let config = Config::load_with_env(&path, vars.clone().into_iter()).expect("gateway reads it");
             let tool = GatewayConfig::load_with_env(&path, vars.clone().into_iter()).expect("tool reads it");
             assert_eq!(tool.topics, gateway::topics::declared_by(&config), "{name} with {vars:?}");
@@ -53,6 +62,7 @@ fn both_readings_of_every_shipped_config_declare_the_same_topics() {
             assert_eq!(tool.registry_url, config.registry.as_ref().map(|r| r.url.clone()), "{name}");
         }
     }
+    std::fs::remove_file(&minimal).ok();
     // The overrides reached both: a control that the comparison is not of two defaults.
     let config = Config::load_with_env(&shipped("dev.toml"), overrides[1].clone().into_iter()).expect("config");
     let topics = gateway::topics::declared_by(&config);
