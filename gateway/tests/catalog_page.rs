@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use actix_web::App;
 use actix_web::http::{StatusCode, header};
 use actix_web::test as web_test;
+use eventgw_catalog::site::WASM_FILES;
 use eventgw_schemas::Catalog;
 use eventgw_schemas::loader::load_catalog;
-use eventgw_catalog::site::WASM_FILES;
 use gateway::catalog_page::{Site, scope};
 
 fn schemas_dir() -> PathBuf {

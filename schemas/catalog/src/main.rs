@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
-use eventgw_schemas::Compatibility;
 use eventgw_catalog::cli::{self, Report};
 use eventgw_catalog::gateway_config::GatewayConfig;
+use eventgw_schemas::Compatibility;
 
 const USAGE: &str = "usage: eventgw-catalog COMMAND
   schemas check [DIR]                      check every version against the previous one, then compile the catalog

@@ -117,7 +117,10 @@ async fn registers_then_changes_nothing_and_rolls_a_refusal_back() {
     assert!(ok, "first apply fails:\n{text}");
     assert!(text.contains(&format!("register {} version 1", scratch.subject("alpha_done"))), "{text}");
     let (ok, text) = scratch.registry("apply");
-    assert!(ok && text.contains("No changes.") && text.contains("Applied 0 change(s)."), "second apply changed:\n{text}");
+    assert!(
+        ok && text.contains("No changes.") && text.contains("Applied 0 change(s)."),
+        "second apply changed:\n{text}"
+    );
     let config = get(&format!("/config/{}", scratch.subject("beta_done"))).await;
     assert_eq!(config["compatibilityLevel"], "BACKWARD");
 
