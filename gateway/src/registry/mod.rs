@@ -23,9 +23,7 @@ use crate::config::RegistryConfig;
 
 // The client, the subject naming and the registered document are the
 // catalog tool's, so the ids looked up here are those of what it registered.
-pub use eventgw_catalog::registry::{
-    REGISTERED_DIALECT, RegistryClient, RegistryError, later_keyword, registered_document, subject,
-};
+pub use eventgw_catalog::registry::{RegistryClient, RegistryError, registered_document, subject};
 
 /// Confluent's magic byte, first of every framed record.
 pub const MAGIC_BYTE: u8 = 0;
