@@ -8,8 +8,8 @@
 
 pub mod api;
 pub mod auth;
+pub mod catalog_page;
 pub mod config;
-pub mod contracts;
 pub mod cors;
 pub mod dedupe;
 pub mod enrich;

@@ -64,13 +64,7 @@ async fn command_for(command: &str, config: Config) -> anyhow::Result<()> {
         }
         "topics" => {
             let state = AppState::with_kafka(config)?;
-            let mut created = topics::ensure(&state.catalog, &state.config.kafka).await?;
-            if let Some(topic) = &state.config.privacy.suppression_topic {
-                let kafka = &state.config.kafka;
-                if gateway::privacy::suppression_topic::ensure_topic(kafka, topic).await? {
-                    created.push(format!("{topic} (compacted)"));
-                }
-            }
+            let created = topics::ensure_all(&state.catalog, &state.config).await?;
             println!("created {} topic(s): {}", created.len(), created.join(", "));
             Ok(())
         }

@@ -47,7 +47,7 @@ pub fn serve_with_tls(
     let (shutdown, max_connections) = (s.shutdown_timeout_secs, s.max_connections);
     let header_timeout = Duration::from_millis(s.header_timeout_ms);
     let keep_alive = Duration::from_secs(s.keep_alive_secs);
-    let site = crate::contracts::site::Site::for_catalog(&state.catalog, &state.config.catalog.dir);
+    let site = eventgw_catalog::site::Site::for_catalog(&state.catalog, &state.config.catalog.dir);
     let data = web::Data::from(state);
     let server = HttpServer::new(move || {
         App::new()
@@ -62,7 +62,7 @@ pub fn serve_with_tls(
             .service(get(&["/healthz"]).route(web::get().to(api::health::healthz)))
             .service(get(&["/readyz"]).route(web::get().to(api::health::readyz)))
             .service(get(&["/metrics"]).route(web::get().to(api::metrics::metrics)))
-            .service(crate::contracts::site::scope(site.clone()))
+            .service(crate::catalog_page::scope(site.clone()))
             .default_service(web::to(not_found))
     })
     .workers(workers)

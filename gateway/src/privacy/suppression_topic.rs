@@ -18,13 +18,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::message::Message;
-use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Offset, TopicPartitionList};
 
 use crate::config::KafkaConfig;
@@ -120,10 +117,8 @@ fn client_config(kafka: &KafkaConfig) -> ClientConfig {
     config.set("bootstrap.servers", &kafka.brokers);
     // Connection and security settings apply to this client too; producer
     // tuning does not.
-    for (key, value) in &kafka.extra {
-        if ["security.", "sasl.", "ssl.", "socket.", "client."].iter().any(|p| key.starts_with(p)) {
-            config.set(key, value);
-        }
+    for (key, value) in eventgw_catalog::topics::connection_settings(&kafka.extra) {
+        config.set(key, value);
     }
     config
 }
@@ -203,16 +198,9 @@ fn assign(consumer: &BaseConsumer, topic: &str) -> Result<FirstRead, String> {
     Ok(FirstRead { ends, done })
 }
 
-/// Creates `topic` compacted if it is missing (`gateway topics`); returns
-/// whether it created it. An existing topic is left as it is.
-pub async fn ensure_topic(kafka: &KafkaConfig, topic: &str) -> Result<bool, KafkaError> {
-    let admin: AdminClient<DefaultClientContext> = client_config(kafka).create()?;
-    let new = NewTopic::new(topic, kafka.system_topic_partitions, TopicReplication::Fixed(kafka.replication_factor))
-        .set("cleanup.policy", "compact");
-    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
-    match admin.create_topics([&new], &options).await?.pop() {
-        Some(Ok(_)) => Ok(true),
-        Some(Err((_, RDKafkaErrorCode::TopicAlreadyExists))) | None => Ok(false),
-        Some(Err((_, code))) => Err(KafkaError::AdminOp(code)),
-    }
+/// Creates `topic` compacted if it is missing (`gateway topics` does this
+/// for the configured topic); returns whether it created it. An existing
+/// topic is left as it is.
+pub async fn ensure_topic(kafka: &KafkaConfig, topic: &str) -> anyhow::Result<bool> {
+    crate::topics::ensure_suppression_topic(kafka, topic).await
 }

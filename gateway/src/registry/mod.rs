@@ -21,19 +21,12 @@ use serde_json::Value;
 use crate::AppState;
 use crate::config::RegistryConfig;
 
-mod client;
-pub use client::{RegistryClient, RegistryError};
+// The client, the subject naming and the registered document are the
+// catalog tool's, so the ids looked up here are those of what it registered.
+pub use eventgw_catalog::registry::{RegistryClient, RegistryError, registered_document, subject};
 
 /// Confluent's magic byte, first of every framed record.
 pub const MAGIC_BYTE: u8 = 0;
-
-/// The registry subject of one event: `<topic>-<domain>.<schema>`, i.e.
-/// Confluent's TopicRecordNameStrategy with `<domain>.<schema>` as the
-/// record name, so one topic carries several event types, each with its
-/// own version history and compatibility.
-pub fn subject(topic: &str, domain: &str, schema: &str) -> String {
-    format!("{topic}-{domain}.{schema}")
-}
 
 /// Confluent's wire format: magic byte 0, the schema id as 4 big-endian
 /// bytes, then the JSON unchanged.
@@ -43,51 +36,6 @@ pub fn frame(id: u32, json: &[u8]) -> Vec<u8> {
     out.extend_from_slice(&id.to_be_bytes());
     out.extend_from_slice(json);
     out
-}
-
-/// The dialect schemas are registered under. Apicurio's JSON Schema
-/// compatibility checker reads drafts 4, 6 and 7 only (it fails on 2020-12
-/// with "could not determine version"), so the catalog's 2020-12 documents
-/// are registered as draft-07, which means the same for every keyword they
-/// may use (see [`later_keyword`]).
-pub const REGISTERED_DIALECT: &str = "http://json-schema.org/draft-07/schema#";
-
-/// Keywords that mean nothing in draft-07: a schema using one cannot be
-/// registered as draft-07 without changing its meaning.
-const LATER_KEYWORDS: [&str; 10] = [
-    "prefixItems",
-    "$defs",
-    "dependentRequired",
-    "dependentSchemas",
-    "unevaluatedProperties",
-    "unevaluatedItems",
-    "$dynamicRef",
-    "$dynamicAnchor",
-    "minContains",
-    "maxContains",
-];
-
-/// The first keyword of `schema` that draft-07 does not have, if any.
-pub fn later_keyword(schema: &Value) -> Option<&'static str> {
-    match schema {
-        Value::Object(map) => LATER_KEYWORDS
-            .iter()
-            .find(|k| map.contains_key(**k))
-            .copied()
-            .or_else(|| map.iter().filter(|(k, _)| *k != "examples").find_map(|(_, v)| later_keyword(v))),
-        Value::Array(items) => items.iter().find_map(later_keyword),
-        _ => None,
-    }
-}
-
-/// The catalog's schema as it is registered: the same document with
-/// `$schema` naming [`REGISTERED_DIALECT`].
-pub fn registered_document(schema: &Value) -> Value {
-    let mut document = schema.clone();
-    if let Value::Object(map) = &mut document {
-        map.insert("$schema".into(), Value::String(REGISTERED_DIALECT.into()));
-    }
-    document
 }
 
 /// One schema version a framed domain needs an id for.
@@ -271,13 +219,5 @@ mod tests {
         assert_eq!(ids.payload("billing/order_completed", "2", b"{}".to_vec()), vec![0, 0, 0, 0, 7, b'{', b'}']);
         assert_eq!(ids.payload("billing/order_completed", "1", b"{}".to_vec()), b"{}".to_vec());
         assert_eq!(ids.payload("web/page_viewed", "2", b"{}".to_vec()), b"{}".to_vec());
-    }
-
-    #[test]
-    fn subject_is_topic_then_record_name() {
-        assert_eq!(
-            subject("billing.payments", "billing", "order_completed"),
-            "billing.payments-billing.order_completed"
-        );
     }
 }

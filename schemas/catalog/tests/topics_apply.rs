@@ -9,8 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use gateway::contracts::admin::TopicAdmin;
-use gateway::contracts::plan::{DeclaredTopic, ExistingTopic};
+use eventgw_catalog::topics::{DeclaredTopic, ExistingTopic, TopicAdmin};
 use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;

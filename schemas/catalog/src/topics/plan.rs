@@ -9,7 +9,7 @@ use std::fmt;
 
 use eventgw_schemas::Catalog;
 
-use crate::config::KafkaConfig;
+use super::GatewayTopics;
 
 /// A topic as the catalog (or the gateway config) declares it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,27 +107,21 @@ pub struct Plan {
     pub unchanged: Vec<String>,
 }
 
-/// The domain topics of `catalog` with their settings, and the gateway's
-/// dead-letter, identity and unclassified topics from `kafka`.
-pub fn declared(catalog: &Catalog, kafka: &KafkaConfig) -> Vec<DeclaredTopic> {
+/// The domain topics of `catalog` with their settings, then the gateway's
+/// own topics; a name declared twice keeps its first declaration.
+pub fn declared(catalog: &Catalog, gateway: &GatewayTopics) -> Vec<DeclaredTopic> {
     let mut topics: BTreeMap<String, DeclaredTopic> = BTreeMap::new();
     for domain in catalog.domains().values() {
         topics.entry(domain.topic.clone()).or_insert_with(|| DeclaredTopic {
             name: domain.topic.clone(),
             partitions: domain.partitions,
-            replication_factor: domain.settings.replication_factor.unwrap_or(kafka.replication_factor),
+            replication_factor: domain.settings.replication_factor.unwrap_or(gateway.replication_factor),
             configs: domain.settings.kafka_configs(),
             declared_in: domain.origin.clone(),
         });
     }
-    for system in [&kafka.dead_letter_topic, &kafka.identity_topic, &kafka.unclassified_topic] {
-        topics.entry(system.clone()).or_insert_with(|| DeclaredTopic {
-            name: system.clone(),
-            partitions: kafka.system_topic_partitions,
-            replication_factor: kafka.replication_factor,
-            configs: BTreeMap::new(),
-            declared_in: "the gateway config's [kafka] section".to_owned(),
-        });
+    for system in gateway.declared() {
+        topics.entry(system.name.clone()).or_insert(system);
     }
     topics.into_values().collect()
 }
@@ -191,6 +185,13 @@ impl Plan {
     /// Whether applying it would change nothing.
     pub fn is_empty(&self) -> bool {
         self.changes.is_empty() && self.refusals.is_empty()
+    }
+
+    /// Only the creations: what `gateway topics` applies. It never changes
+    /// a topic that exists, so nothing about existing topics is refused.
+    pub fn creations(&self) -> Plan {
+        let changes = self.changes.iter().filter(|c| matches!(c, Change::Create(_))).cloned().collect();
+        Plan { changes, ..Plan::default() }
     }
 }
 

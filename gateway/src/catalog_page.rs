@@ -1,25 +1,13 @@
-//! Serves the catalog site at `/catalog`, rendered once at start-up from the
-//! catalog the gateway loaded, so the page always documents exactly the
-//! contract being enforced. The WebAssembly checker is taken from the
-//! catalog directory's `wasm/pkg/`, where `scripts/build-wasm` puts it.
-
-use std::path::Path;
+//! Serves the catalog site at `/catalog`, rendered once at start-up
+//! ([`Site::for_catalog`], the catalog tool's renderer) from the catalog the
+//! gateway loaded, so the page always documents exactly the contract being
+//! enforced. The WebAssembly checker is taken from the catalog directory's
+//! `wasm/pkg/`, where `scripts/build-wasm` puts it.
 
 use actix_web::http::header;
 use actix_web::{HttpResponse, Scope, web};
-use eventgw_schemas::Catalog;
 
-pub use super::docs::Site;
-
-/// Where the WebAssembly build lives inside a catalog directory.
-pub const WASM_PKG: &str = "wasm/pkg";
-
-impl Site {
-    /// The site for a gateway that loaded `catalog` from `catalog_dir`.
-    pub fn for_catalog(catalog: &Catalog, catalog_dir: &Path) -> Self {
-        Self::render(catalog, catalog_dir, Some(&catalog_dir.join(WASM_PKG)))
-    }
-}
+pub use eventgw_catalog::site::Site;
 
 /// The `/catalog` routes: `/catalog` redirects to `/catalog/` (so the page's
 /// relative links resolve), which is the page; `/catalog/{file}` its files.

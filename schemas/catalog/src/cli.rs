@@ -9,10 +9,10 @@ use eventgw_schemas::compat::{self, Direction};
 use eventgw_schemas::loader::{load_catalog, load_sources};
 use eventgw_schemas::{Catalog, Compatibility};
 
-use super::admin::TopicAdmin;
-use super::docs::Site;
-use super::plan::{self, Plan};
-use crate::config::Config;
+use crate::gateway_config::GatewayConfig;
+use crate::registry::{RegistryClient, sync};
+use crate::site::Site;
+use crate::topics::{TopicAdmin, plan};
 
 /// What a command prints, and whether it passed (the exit status).
 #[derive(Debug)]
@@ -103,13 +103,13 @@ pub fn schemas_docs(dir: &Path, out: &Path, wasm: &Path) -> anyhow::Result<Repor
 /// cluster; with `apply`, makes the changes. A plan with refusals fails and
 /// applies nothing.
 pub async fn topics(config_path: &Path, apply: bool) -> anyhow::Result<Report> {
-    let config = Config::load(config_path)?;
-    let catalog = load_catalog(&config.catalog.dir)?;
-    let declared = plan::declared(&catalog, &config.kafka);
-    let admin = TopicAdmin::connect(&config.kafka.brokers)?;
+    let config = GatewayConfig::load(config_path)?;
+    let catalog = load_catalog(&config.catalog_dir)?;
+    let declared = plan::declared(&catalog, &config.topics);
+    let admin = TopicAdmin::connect_with(&config.topics.brokers, &config.topics.connection)?;
     let existing = admin.existing(&declared).await?;
-    let plan: Plan = plan::plan(&declared, &existing);
-    let mut text = format!("Plan for {} ({} topics declared):\n{plan}\n", config.kafka.brokers, declared.len());
+    let plan = plan::plan(&declared, &existing);
+    let mut text = format!("Plan for {} ({} topics declared):\n{plan}\n", config.topics.brokers, declared.len());
     if !plan.refusals.is_empty() {
         return Ok(Report { text, ok: false });
     }
@@ -131,10 +131,9 @@ pub const DEFAULT_REGISTRY_URL: &str = "http://127.0.0.1:18481/apis/ccompat/v7";
 /// compatibility, all or nothing. A refusal fails and leaves the registry
 /// as it was.
 pub async fn registry(dir: &Path, url: &str, apply: bool) -> anyhow::Result<Report> {
-    use super::registry as sync;
     let sources = load_sources(dir)?;
     let declared = sync::declared(&sources);
-    let client = crate::registry::RegistryClient::new(url, std::time::Duration::from_secs(10))?;
+    let client = RegistryClient::new(url, std::time::Duration::from_secs(10))?;
     let before = sync::registered(&client, &declared).await?;
     let plan = sync::plan(&declared, &before);
     let mut text = format!("Plan for {url} ({} subjects declared):\n{plan}", declared.len());

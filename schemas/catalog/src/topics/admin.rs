@@ -48,8 +48,18 @@ pub struct TopicAdmin {
 impl TopicAdmin {
     /// Connects to `brokers` (comma separated).
     pub fn connect(brokers: &str) -> Result<Self, ProvisionError> {
-        let admin = ClientConfig::new().set("bootstrap.servers", brokers).create()?;
-        Ok(Self { admin })
+        Self::connect_with(brokers, &BTreeMap::new())
+    }
+
+    /// Connects to `brokers` with librdkafka connection settings
+    /// (`security.protocol`, `sasl.*`, `ssl.*`).
+    pub fn connect_with(brokers: &str, settings: &BTreeMap<String, String>) -> Result<Self, ProvisionError> {
+        let mut config = ClientConfig::new();
+        config.set("bootstrap.servers", brokers);
+        for (key, value) in settings {
+            config.set(key, value);
+        }
+        Ok(Self { admin: config.create()? })
     }
 
     /// The topics among `declared` that exist, with their partitions,

@@ -1,6 +1,6 @@
 //! Schemas as code in a Schema Registry: every catalog version of every
 //! event is registered under its subject (`<topic>-<domain>.<schema>`, see
-//! [`crate::registry::subject`]) as version N, and each subject's
+//! [`super::subject`]) as version N, and each subject's
 //! compatibility is the catalog's mode. The plan refuses, before touching
 //! anything, a registry that holds a version differing from the catalog's
 //! (or one the catalog does not have). Applying is all or nothing: when the
@@ -14,7 +14,7 @@ use eventgw_schemas::{Compatibility, DomainSource};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::registry::{RegistryClient, RegistryError, later_keyword, registered_document, subject};
+use super::{RegistryClient, RegistryError, later_keyword, registered_document, subject};
 
 /// One subject as the catalog declares it.
 #[derive(Debug, Clone)]

@@ -5,8 +5,9 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
+use eventgw_catalog::cli::{self, Report};
+use eventgw_catalog::gateway_config::GatewayConfig;
 use eventgw_schemas::Compatibility;
-use gateway::contracts::cli::{self, Report};
 
 const USAGE: &str = "usage: eventgw-catalog COMMAND
   schemas check [DIR]                      check every version against the previous one, then compile the catalog
@@ -56,7 +57,7 @@ fn run(args: &[String]) -> anyhow::Result<Report> {
         ["schemas", "docs", rest @ ..] => {
             let dir = dir(rest);
             let out = option("--out").unwrap_or_else(|| PathBuf::from("target/catalog"));
-            let wasm = option("--wasm").unwrap_or_else(|| dir.join(gateway::contracts::site::WASM_PKG));
+            let wasm = option("--wasm").unwrap_or_else(|| dir.join(eventgw_catalog::site::WASM_PKG));
             cli::schemas_docs(&dir, &out, &wasm)
         }
         ["topics", verb @ ("plan" | "apply")] => {
@@ -67,15 +68,15 @@ fn run(args: &[String]) -> anyhow::Result<Report> {
             runtime.block_on(cli::topics(&config, *verb == "apply"))
         }
         ["registry", verb @ ("plan" | "apply"), rest @ ..] => {
-            let config = option("--config").map(|path| gateway::config::Config::load(&path)).transpose()?;
+            let config = option("--config").map(|path| GatewayConfig::load(&path)).transpose()?;
             let dir = match (rest.first(), &config) {
                 (Some(dir), _) => PathBuf::from(dir),
-                (None, Some(config)) => config.catalog.dir.clone(),
+                (None, Some(config)) => config.catalog_dir.clone(),
                 (None, None) => cli::default_catalog_dir(),
             };
             let url = option("--registry")
                 .map(|u| u.to_string_lossy().into_owned())
-                .or_else(|| config.as_ref().and_then(|c| c.registry.as_ref()).map(|r| r.url.clone()))
+                .or_else(|| config.as_ref().and_then(|c| c.registry_url.clone()))
                 .or_else(|| std::env::var("EVENTGW_REGISTRY_URL").ok())
                 .unwrap_or_else(|| cli::DEFAULT_REGISTRY_URL.to_owned());
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;

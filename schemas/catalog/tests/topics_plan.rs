@@ -7,9 +7,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use eventgw_catalog::gateway_config::GatewayConfig;
+use eventgw_catalog::topics::plan::{Change, DeclaredTopic, Drift, ExistingTopic, Refusal, declared, plan};
 use eventgw_schemas::loader::load_catalog;
-use gateway::config::Config;
-use gateway::contracts::plan::{Change, DeclaredTopic, Drift, ExistingTopic, Refusal, declared, plan};
 
 fn topic(partitions: i32, configs: &[(&str, &str)]) -> DeclaredTopic {
     DeclaredTopic {
@@ -29,19 +29,20 @@ fn existing(partitions: i32, replication_factor: i32, configs: &[(&str, &str)]) 
 
 #[test]
 fn declares_domain_topics_with_settings_and_the_gateways_own_topics() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let config = Config::load(&root.join("gateway/config/dev.toml")).expect("dev config");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).expect("the repository root");
+    let config = GatewayConfig::load(&root.join("gateway/config/dev.toml")).expect("dev config");
     let catalog = load_catalog(&root.join("schemas")).expect("catalog");
-    let topics = declared(&catalog, &config.kafka);
+    let topics = declared(&catalog, &config.topics);
     let names: Vec<&str> = topics.iter().map(|t| t.name.as_str()).collect();
     for name in ["web.tracking", "billing.payments", "eventgw.dead-letter", "crm.identities", "eventgw.unclassified"] {
         assert!(names.contains(&name), "{name} in {names:?}");
     }
     let web = topics.iter().find(|t| t.name == "web.tracking").expect("web");
-    assert_eq!((web.partitions, web.replication_factor), (6, config.kafka.replication_factor));
+    assert_eq!((web.partitions, web.replication_factor), (6, config.topics.replication_factor));
     assert_eq!(web.configs.get("retention.ms").map(String::as_str), Some("1209600000"));
     let dlq = topics.iter().find(|t| t.name == "eventgw.dead-letter").expect("dlq");
-    assert_eq!(dlq.partitions, config.kafka.system_topic_partitions);
+    assert_eq!(dlq.partitions, config.topics.system[0].partitions);
+    assert_eq!(dlq.declared_in, "the gateway config's [kafka] section");
 }
 
 #[test]
