@@ -18,6 +18,7 @@ mod reader;
 mod replay;
 mod sink;
 mod store;
+mod wedge;
 mod writer;
 
 use std::path::Path;
