@@ -318,9 +318,19 @@ impl KafkaSink {
     }
 }
 
+impl KafkaSink {
+    /// As [`Sink::send_all`], borrowing the records: librdkafka copies each
+    /// payload when it is enqueued, so a caller that may still need the
+    /// records (the spool appends them when Kafka does not answer in time)
+    /// keeps them without copying them first.
+    pub fn send_borrowed(&self, records: &[OutRecord]) -> BoxFuture<'static, Vec<Result<Delivered, SinkError>>> {
+        self.send_each(records, |r| (&r.topic, &r.key, &r.payload, r.headers.iter().map(|(k, v)| (*k, v.as_str()))))
+    }
+}
+
 impl Sink for KafkaSink {
     fn send_all(&self, records: Vec<OutRecord>) -> BoxFuture<'static, Vec<Result<Delivered, SinkError>>> {
-        self.send_each(&records, |r| (&r.topic, &r.key, &r.payload, r.headers.iter().map(|(k, v)| (*k, v.as_str()))))
+        self.send_borrowed(&records)
     }
 
     fn check_ready(&self) -> BoxFuture<'static, Result<(), String>> {
