@@ -17,11 +17,16 @@ use crate::faults_harness::reconcile::{Reconciliation, read_back, reconcile};
 use crate::faults_harness::{REQUEST_TIMEOUT_MS, blocking, sleep};
 
 /// `[spool]` overrides: on, in `dir`, Kafka given 1 s of the 6 s deadline.
+/// `SPOOL_SCENARIO_DEDUPE=false` runs the gateway without `[dedupe]` (the
+/// harness turns it on): beacons never retry, so exactly-once must not
+/// depend on it, and this shows it does not.
 pub fn spool_env(dir: &std::path::Path) -> Vec<(String, String)> {
+    let dedupe = std::env::var("SPOOL_SCENARIO_DEDUPE").unwrap_or_else(|_| "true".into());
     vec![
         ("EVENTGW__SPOOL__ENABLED".into(), "true".into()),
         ("EVENTGW__SPOOL__DIR".into(), dir.display().to_string()),
         ("EVENTGW__SPOOL__ACK_TIMEOUT_MS".into(), "1000".into()),
+        ("EVENTGW__DEDUPE__ENABLED".into(), dedupe),
     ]
 }
 
