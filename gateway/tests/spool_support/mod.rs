@@ -290,6 +290,11 @@ pub async fn settle(
         answers.refusals(),
         status["slowestCommitMs"]
     ));
+    let wedged = gw.log_text().matches("Kafka producer wedged").count();
+    r.notes.push(format!(
+        "Producers replaced as wedged by replay's watchdog (`sink/spool/wedge.rs`; each followed by a read-back so \
+         nothing is sent twice): {wedged}."
+    ));
     assert!(violations.is_empty(), "{title}: per-key order broken: {:?}", &violations[..violations.len().min(10)]);
     assert_eq!(r.duplicates, 0, "{title}: exactly once per messageId");
     r
