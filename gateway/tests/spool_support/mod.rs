@@ -328,8 +328,9 @@ pub async fn warm_up(url: &str, users: usize) {
     for round in 0.. {
         let mut direct = true;
         for user in 0..users {
-            let events: Vec<Value> =
-                (0..4).map(|k| event(&format!("warmup-{}-r{round}-u{user}-e{k}", std::process::id()), user, k)).collect();
+            let events: Vec<Value> = (0..4)
+                .map(|k| event(&format!("warmup-{}-r{round}-u{user}-e{k}", std::process::id()), user, k))
+                .collect();
             let answer = client
                 .post(format!("{url}/v1/batch"))
                 .basic_auth("demo-write-key", Some(""))

@@ -220,7 +220,10 @@ impl Replayer {
         let below = self.shared.index().next_seq;
         match self.kafka.replace_wedged() {
             Ok(()) => {
-                tracing::warn!(below, "Spool replay: records before this sequence number are checked against Kafka before they are sent again");
+                tracing::warn!(
+                    below,
+                    "Spool replay: records before this sequence number are checked against Kafka before they are sent again"
+                );
                 self.check_below = Some(self.check_below.map_or(below, |b| b.max(below)));
                 self.stored = None;
                 self.watchdog.progressed();
@@ -259,15 +262,18 @@ impl Replayer {
             }
         }
         let stored = self.stored.as_ref().map(|(_, _, ids)| ids);
-        let (skip, keep): (Vec<_>, Vec<_>) = send.into_iter().partition(|r| {
-            r.seq < below && event_id(r).is_some_and(|id| stored.is_some_and(|ids| ids.contains(id)))
-        });
+        let (skip, keep): (Vec<_>, Vec<_>) = send
+            .into_iter()
+            .partition(|r| r.seq < below && event_id(r).is_some_and(|id| stored.is_some_and(|ids| ids.contains(id))));
         if !skip.is_empty() {
             let mut fates = self.shared.fates();
             for record in &skip {
                 fates.insert(record.seq, Fate::Delivered);
             }
-            tracing::warn!(records = skip.len(), "Spool replay: records the replaced producer had stored are not sent again");
+            tracing::warn!(
+                records = skip.len(),
+                "Spool replay: records the replaced producer had stored are not sent again"
+            );
         }
         Ok(keep)
     }
