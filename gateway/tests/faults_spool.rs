@@ -34,6 +34,7 @@ async fn spool_broker_down_beacons_lose_nothing_answered() {
     cluster.start_fresh().await;
     let dir = spool_dir("down");
     let gw = GatewayProcess::start_with_env("spool-down", &cluster.brokers(), 1, &borrowed(&spool_env(&dir))).await;
+    spool_support::warm_up(&gw.url, Beacons::default().users).await;
     let run = run_id("spooldown");
     let down = outage();
     let healed = Healed::default();
@@ -69,6 +70,7 @@ async fn spool_broker_paused_beacons_lose_nothing_answered() {
     cluster.start_fresh().await;
     let dir = spool_dir("pause");
     let gw = GatewayProcess::start_with_env("spool-pause", &cluster.brokers(), 1, &borrowed(&spool_env(&dir))).await;
+    spool_support::warm_up(&gw.url, Beacons::default().users).await;
     let run = run_id("spoolpause");
     let pause = outage().min(Duration::from_secs(60));
     let healed = Healed::default();
@@ -106,6 +108,7 @@ async fn spool_network_black_holed_beacons_lose_nothing_answered() {
     let dir = spool_dir("proxy");
     let brokers = format!("127.0.0.1:{PROXY}");
     let gw = GatewayProcess::start_with_env("spool-proxy", &brokers, 1, &borrowed(&spool_env(&dir))).await;
+    spool_support::warm_up(&gw.url, Beacons::default().users).await;
     let run = run_id("spoolproxy");
     let hole = outage().min(Duration::from_secs(60));
     let healed = Healed::default();
@@ -139,6 +142,7 @@ async fn spool_gateway_kill9_while_spooling_loses_nothing_answered() {
     let dir = spool_dir("gwkill");
     let mut gw =
         GatewayProcess::start_with_env("spool-gwkill", &cluster.brokers(), 1, &borrowed(&spool_env(&dir))).await;
+    spool_support::warm_up(&gw.url, Beacons::default().users).await;
     let run = run_id("spoolgwkill");
     let url = gw.url.clone();
     let load = Beacons { run_for: Duration::from_secs(28), ..Beacons::default() };
@@ -177,6 +181,7 @@ async fn spool_full_answers_503_and_recovers_by_itself() {
     env.push(("EVENTGW__SPOOL__MAX_BYTES".into(), "262144".into()));
     env.push(("EVENTGW__SPOOL__SEGMENT_BYTES".into(), "65536".into()));
     let gw = GatewayProcess::start_with_env("spool-full", &cluster.brokers(), 1, &borrowed(&env)).await;
+    spool_support::warm_up(&gw.url, Beacons::default().users).await;
     let run = run_id("spoolfull");
     let load = Beacons { run_for: Duration::from_secs(40), ..Beacons::default() };
     let (answers, healed) = futures::join!(beacons(load, run.clone(), gw.url.clone()), async {
@@ -218,6 +223,7 @@ async fn control_spool_off_beacons_lose_events() {
     let cluster = Cluster::new("spool-control", 1, 19460);
     cluster.start_fresh().await;
     let gw = GatewayProcess::start("spool-control", &cluster.brokers(), 1).await;
+    spool_support::warm_up(&gw.url, Beacons::default().users).await;
     let run = run_id("spooloff");
     let down = Duration::from_secs(20);
     // Beacons keep coming well after the broker is back, as in real life:

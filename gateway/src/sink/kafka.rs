@@ -25,7 +25,7 @@ use rdkafka::ClientContext;
 use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
-use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer};
+use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer, PurgeConfig};
 
 use super::spool::SpooledRecord;
 use super::{Delivered, OutRecord, Sink, SinkError};
@@ -173,6 +173,31 @@ impl KafkaSink {
         std::thread::spawn(move || drop(old));
         Ok(fresh)
     }
+
+    /// Replaces a producer that is not fatally broken but wedged: it holds
+    /// records and delivers none although a fresh client reaches the
+    /// cluster (librdkafka can be left without a connection after its only
+    /// broker froze; see `sink/spool/wedge.rs`). Everything the old producer
+    /// held is purged at once, so each of its delivery futures resolves with
+    /// an error and nothing more leaves it; the caller must find out which of
+    /// those records Kafka stored anyway before sending them again.
+    pub fn replace_wedged(&self) -> Result<(), SinkError> {
+        let _serialised = self.inner.last_recreated.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let fresh = Arc::new(Generation::create(&self.inner.config).map_err(|e| classify(&e))?);
+        let old = self.inner.current.swap(fresh);
+        let replaced = self.inner.recreated.fetch_add(1, Ordering::SeqCst) + 1;
+        old.producer.purge(PurgeConfig::default().queue().inflight());
+        tracing::error!(replaced, "Kafka producer wedged (no acknowledgement while the cluster answers); replaced");
+        std::thread::spawn(move || drop(old));
+        Ok(())
+    }
+
+    /// The settings every producer of this sink is created with (for the
+    /// spool's probes and read-backs, which must reach the same cluster the
+    /// same way).
+    pub fn client_config(&self) -> &ClientConfig {
+        &self.inner.config
+    }
 }
 
 /// The producer's settings: the fixed safety ones first, tunables from
@@ -293,9 +318,19 @@ impl KafkaSink {
     }
 }
 
+impl KafkaSink {
+    /// As [`Sink::send_all`], borrowing the records: librdkafka copies each
+    /// payload when it is enqueued, so a caller that may still need the
+    /// records (the spool appends them when Kafka does not answer in time)
+    /// keeps them without copying them first.
+    pub fn send_borrowed(&self, records: &[OutRecord]) -> BoxFuture<'static, Vec<Result<Delivered, SinkError>>> {
+        self.send_each(records, |r| (&r.topic, &r.key, &r.payload, r.headers.iter().map(|(k, v)| (*k, v.as_str()))))
+    }
+}
+
 impl Sink for KafkaSink {
     fn send_all(&self, records: Vec<OutRecord>) -> BoxFuture<'static, Vec<Result<Delivered, SinkError>>> {
-        self.send_each(&records, |r| (&r.topic, &r.key, &r.payload, r.headers.iter().map(|(k, v)| (*k, v.as_str()))))
+        self.send_borrowed(&records)
     }
 
     fn check_ready(&self) -> BoxFuture<'static, Result<(), String>> {

@@ -17,11 +17,16 @@ use crate::faults_harness::reconcile::{Reconciliation, read_back, reconcile};
 use crate::faults_harness::{REQUEST_TIMEOUT_MS, blocking, sleep};
 
 /// `[spool]` overrides: on, in `dir`, Kafka given 1 s of the 6 s deadline.
+/// `SPOOL_SCENARIO_DEDUPE=false` runs the gateway without `[dedupe]` (the
+/// harness turns it on): beacons never retry, so exactly-once must not
+/// depend on it, and this shows it does not.
 pub fn spool_env(dir: &std::path::Path) -> Vec<(String, String)> {
+    let dedupe = std::env::var("SPOOL_SCENARIO_DEDUPE").unwrap_or_else(|_| "true".into());
     vec![
         ("EVENTGW__SPOOL__ENABLED".into(), "true".into()),
         ("EVENTGW__SPOOL__DIR".into(), dir.display().to_string()),
         ("EVENTGW__SPOOL__ACK_TIMEOUT_MS".into(), "1000".into()),
+        ("EVENTGW__DEDUPE__ENABLED".into(), dedupe),
     ]
 }
 
@@ -285,6 +290,11 @@ pub async fn settle(
         answers.refusals(),
         status["slowestCommitMs"]
     ));
+    let wedged = gw.log_text().matches("Kafka producer wedged").count();
+    r.notes.push(format!(
+        "Producers replaced as wedged by replay's watchdog (`sink/spool/wedge.rs`; each followed by a read-back so \
+         nothing is sent twice): {wedged}."
+    ));
     assert!(violations.is_empty(), "{title}: per-key order broken: {:?}", &violations[..violations.len().min(10)]);
     assert_eq!(r.duplicates, 0, "{title}: exactly once per messageId");
     r
@@ -299,4 +309,47 @@ pub fn assert_every_request_200(r: &Reconciliation) {
         r.scenario, r.requests, r.notes
     );
     assert_eq!(r.acked, r.events_sent, "{}: every event answered 200", r.scenario);
+}
+
+/// Writes through the gateway to every partition the run's users will use
+/// until a whole round is acknowledged by Kafka directly (none spooled),
+/// then waits for the spool to be empty. A topic created seconds ago can
+/// answer a new producer's first batch to a partition `NOT_LEADER` and its
+/// next batch success; the broker accepts a first sequence number above 0
+/// from a producer id it has no state for, and librdkafka then counts the
+/// first batch as "implicitly acknowledged" though it was never stored
+/// (seen in this harness: 4 events answered 200 and missing; librdkafka
+/// and Kafka, see RELIABILITY.md). A long-lived topic and producer do not
+/// meet this at a scenario's start; the warm-up keeps the scenarios about
+/// the faults they inject. Its ids do not start with the run's id.
+pub async fn warm_up(url: &str, users: usize) {
+    let client = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().expect("client");
+    let started = Instant::now();
+    for round in 0.. {
+        let mut direct = true;
+        for user in 0..users {
+            let events: Vec<Value> = (0..4)
+                .map(|k| event(&format!("warmup-{}-r{round}-u{user}-e{k}", std::process::id()), user, k))
+                .collect();
+            let answer = client
+                .post(format!("{url}/v1/batch"))
+                .basic_auth("demo-write-key", Some(""))
+                .json(&json!({"batch": events}))
+                .send()
+                .await;
+            let body: Value = match answer {
+                Ok(response) => response.json().await.unwrap_or_default(),
+                Err(_) => Value::Null,
+            };
+            direct &= body["accepted"].as_u64() == Some(4);
+        }
+        if direct {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "the warm-up never reached Kafka directly");
+        sleep(Duration::from_millis(500)).await;
+    }
+    if spool_status(url).await.is_some() {
+        wait_drained(url, Duration::from_secs(60)).await;
+    }
 }

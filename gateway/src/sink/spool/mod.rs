@@ -18,6 +18,7 @@ mod reader;
 mod replay;
 mod sink;
 mod store;
+mod wedge;
 mod writer;
 
 use std::path::Path;
@@ -27,6 +28,7 @@ pub use format::{Damage, SEGMENT_HEADER, SpooledRecord, scan};
 pub use reader::{SegmentReader, read_segment};
 pub use sink::{SpoolSink, SpoolStatus};
 pub use store::{Recovered, recover};
+pub use wedge::{cluster_reachable, stored_event_ids};
 
 /// Why the spool cannot take records, or cannot be opened.
 #[derive(Debug, Clone, thiserror::Error)]

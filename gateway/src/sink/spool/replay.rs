@@ -5,8 +5,10 @@
 //! that send was acknowledged; a sealed segment is deleted once every one
 //! of its records is in Kafka. When replay holds everything the writer
 //! appended, the writer deletes the rest and requests go direct again.
+//! A producer that stays wedged while the cluster answers is replaced, and
+//! what it held is checked against Kafka before it is sent again (`wedge.rs`).
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -18,6 +20,7 @@ use tokio::sync::oneshot;
 use super::format::{self, SpooledRecord};
 use super::reader;
 use super::store::{Fate, Shared, write_checkpoint};
+use super::wedge::{self, PROBE_EVERY, Watchdog};
 use super::writer::Command;
 use crate::sink::{KafkaSink, SinkError};
 
@@ -28,6 +31,14 @@ const IDLE: Duration = Duration::from_millis(50);
 const BACKOFF: Duration = Duration::from_secs(1);
 /// A round still waiting for Kafka's acknowledgement is logged this often.
 const STALL_LOG: Duration = Duration::from_secs(60);
+/// After a wedged producer is replaced, wait this long before reading back
+/// what Kafka holds, so a produce request the broker had already received
+/// from the old producer is stored (and found) before the check.
+const SETTLE_AFTER_REPLACE: Duration = Duration::from_secs(3);
+/// How far before a record was spooled its first send may have been
+/// timestamped: the request waited at most its deadline before the append
+/// (`server.request_timeout_ms`, far below this), plus clock steps.
+const READ_BACK_MARGIN_MS: u64 = 120_000;
 
 /// The replay loop's state.
 pub struct Replayer {
@@ -44,6 +55,17 @@ pub struct Replayer {
     finished: Vec<(u64, PathBuf, Option<u64>)>,
     /// The highest sequence number read from disk so far.
     max_read: Option<u64>,
+    /// Notices a wedged producer.
+    watchdog: Watchdog,
+    /// Records below this sequence number may have been handed to a
+    /// producer that was replaced as wedged: each is looked up in Kafka
+    /// before it is sent again.
+    check_below: Option<u64>,
+    /// What the read-back found since the last replacement: the time it
+    /// read from, the topics read and the `event-id`s there. Read once per
+    /// topic: after the old producer was purged and the settle wait, nothing
+    /// more of its records can arrive, so later rounds reuse it.
+    stored: Option<(i64, BTreeSet<String>, HashSet<String>)>,
 }
 
 impl Replayer {
@@ -58,6 +80,9 @@ impl Replayer {
             cursor: None,
             finished: Vec::new(),
             max_read: None,
+            watchdog: Watchdog::default(),
+            check_below: None,
+            stored: None,
         }
     }
 
@@ -95,6 +120,7 @@ impl Replayer {
     async fn round(&mut self) -> Result<bool, String> {
         self.fill()?;
         if self.queue.is_empty() {
+            self.watchdog.progressed();
             if self.shared.is_spooling() && self.read_everything() {
                 self.try_drain().await;
             }
@@ -102,9 +128,12 @@ impl Replayer {
         }
         let (processed, send) = self.choose();
         if processed == 0 {
+            // Waiting for a first send's fate: stalled if that never comes.
+            self.check_wedged().await;
             return Ok(false);
         }
-        let results = if send.is_empty() { Vec::new() } else { acknowledged(&self.kafka, &send).await };
+        let send = self.skip_stored(send)?;
+        let results = if send.is_empty() { Vec::new() } else { self.acknowledged(&send).await };
         let mut failed = 0;
         {
             let mut fates = self.shared.fates();
@@ -154,9 +183,105 @@ impl Replayer {
         (processed, send)
     }
 
+    /// Produces a round and waits for every acknowledgement, saying so every
+    /// [`STALL_LOG`] while Kafka keeps it waiting (the records stay on disk),
+    /// and replacing the producer if it is wedged meanwhile (its records
+    /// then fail at once and the round is tried again).
+    async fn acknowledged(&mut self, send: &[SpooledRecord]) -> Vec<Result<crate::sink::Delivered, SinkError>> {
+        let mut sent = self.kafka.send_spooled(send);
+        let started = std::time::Instant::now();
+        let mut logged = started;
+        loop {
+            match tokio::time::timeout(PROBE_EVERY, &mut sent).await {
+                Ok(results) => return results,
+                Err(_) => {
+                    if logged.elapsed() >= STALL_LOG {
+                        logged = std::time::Instant::now();
+                        tracing::warn!(
+                            first_seq = send.first().map_or(0, |r| r.seq),
+                            records = send.len(),
+                            waited_secs = started.elapsed().as_secs(),
+                            "Spool replay still waiting for Kafka to acknowledge a round; the records stay on disk"
+                        );
+                    }
+                    self.check_wedged().await;
+                }
+            }
+        }
+    }
+
+    /// Replaces the producer when the watchdog finds it wedged; everything
+    /// appended so far may have been handed to it, so those records are
+    /// looked up in Kafka before they are sent again.
+    async fn check_wedged(&mut self) {
+        if !self.watchdog.wedged(self.kafka.client_config()) {
+            return;
+        }
+        let below = self.shared.index().next_seq;
+        match self.kafka.replace_wedged() {
+            Ok(()) => {
+                tracing::warn!(
+                    below,
+                    "Spool replay: records before this sequence number are checked against Kafka before they are sent again"
+                );
+                self.check_below = Some(self.check_below.map_or(below, |b| b.max(below)));
+                self.stored = None;
+                self.watchdog.progressed();
+                tokio::time::sleep(SETTLE_AFTER_REPLACE).await;
+            }
+            Err(error) => tracing::warn!(%error, "Cannot replace the wedged Kafka producer; retrying"),
+        }
+    }
+
+    /// After a producer was replaced as wedged: drops from `send` (marking
+    /// them delivered) the records Kafka already holds, found by their
+    /// `event-id` header; an error leaves the round to be tried again, so
+    /// nothing unchecked is sent.
+    fn skip_stored(&mut self, send: Vec<SpooledRecord>) -> Result<Vec<SpooledRecord>, String> {
+        let Some(below) = self.check_below else { return Ok(send) };
+        if self.queue.front().is_none_or(|r| r.seq >= below) {
+            self.check_below = None;
+            self.stored = None;
+            return Ok(send);
+        }
+        let at_risk: Vec<&SpooledRecord> = send.iter().filter(|r| r.seq < below).collect();
+        let Some(oldest) = at_risk.iter().map(|r| r.appended_at_ms).min() else { return Ok(send) };
+        let since = i64::try_from(oldest.saturating_sub(READ_BACK_MARGIN_MS)).unwrap_or(0);
+        let mut topics: BTreeSet<String> = at_risk.iter().map(|r| r.topic.clone()).collect();
+        match &mut self.stored {
+            Some((from, read, ids)) if *from <= since => {
+                topics.retain(|t| !read.contains(t));
+                if !topics.is_empty() {
+                    ids.extend(wedge::stored_event_ids(self.kafka.client_config(), &topics, *from)?);
+                    read.extend(topics);
+                }
+            }
+            _ => {
+                let ids = wedge::stored_event_ids(self.kafka.client_config(), &topics, since)?;
+                self.stored = Some((since, topics, ids));
+            }
+        }
+        let stored = self.stored.as_ref().map(|(_, _, ids)| ids);
+        let (skip, keep): (Vec<_>, Vec<_>) = send
+            .into_iter()
+            .partition(|r| r.seq < below && event_id(r).is_some_and(|id| stored.is_some_and(|ids| ids.contains(id))));
+        if !skip.is_empty() {
+            let mut fates = self.shared.fates();
+            for record in &skip {
+                fates.insert(record.seq, Fate::Delivered);
+            }
+            tracing::warn!(
+                records = skip.len(),
+                "Spool replay: records the replaced producer had stored are not sent again"
+            );
+        }
+        Ok(keep)
+    }
+
     /// Every one of the first `processed` records is in Kafka: drop them,
     /// move the checkpoint and delete segments that hold nothing else.
     fn advance(&mut self, processed: usize) {
+        self.watchdog.progressed();
         let mut through = None;
         {
             let mut fates = self.shared.fates();
@@ -262,20 +387,7 @@ impl Replayer {
     }
 }
 
-/// Produces a round and waits for every acknowledgement, saying so every
-/// [`STALL_LOG`] while Kafka keeps it waiting (the records stay on disk).
-async fn acknowledged(kafka: &KafkaSink, send: &[SpooledRecord]) -> Vec<Result<crate::sink::Delivered, SinkError>> {
-    let mut sent = kafka.send_spooled(send);
-    let started = std::time::Instant::now();
-    loop {
-        match tokio::time::timeout(STALL_LOG, &mut sent).await {
-            Ok(results) => return results,
-            Err(_) => tracing::warn!(
-                first_seq = send.first().map_or(0, |r| r.seq),
-                records = send.len(),
-                waited_secs = started.elapsed().as_secs(),
-                "Spool replay still waiting for Kafka to acknowledge a round; the records stay on disk"
-            ),
-        }
-    }
+/// A record's `messageId` as its `event-id` header says.
+fn event_id(record: &SpooledRecord) -> Option<&str> {
+    record.headers.iter().find(|(k, _)| k == "event-id").map(|(_, v)| v.as_str())
 }

@@ -50,8 +50,9 @@ pub struct SpoolSink {
     writer: Sender<Command>,
     /// How long a request waits for Kafka before spooling.
     ack_timeout: Duration,
-    /// Bounds, for readiness.
-    config: SpoolConfig,
+    /// Bounds, for readiness (shared: a request's clone of the sink must not
+    /// copy the configuration).
+    config: Arc<SpoolConfig>,
     /// For sources that opted out of the spool: a producer with the
     /// `[kafka]` delivery timeout (below the request deadline), so their 503
     /// means "not stored", as without the spool. Built at its first use.
@@ -106,7 +107,7 @@ impl SpoolSink {
             .map_err(|e| SpoolError::io(&config.dir, e))?;
         let ack_timeout = Duration::from_millis(config.ack_timeout_ms);
         let direct = Arc::new(Direct { config: None, producer: std::sync::OnceLock::new() });
-        Ok(Self { kafka, shared, writer, ack_timeout, config: config.clone(), direct })
+        Ok(Self { kafka, shared, writer, ack_timeout, config: Arc::new(config.clone()), direct })
     }
 
     /// Sources with `spool = false` produce through their own producer built
@@ -242,7 +243,7 @@ impl Sink for SpoolSink {
             return futures::future::ready(Vec::new()).boxed();
         }
         let me = self.clone();
-        if self.shared.is_spooling() || !self.kafka.is_healthy() {
+        if self.shared.is_spooling() {
             // Behind what the spool holds: per-key order.
             return async move {
                 let count = records.len();
@@ -253,13 +254,15 @@ impl Sink for SpoolSink {
             }
             .boxed();
         }
-        let copies = records.clone();
-        let sent = self.kafka.send_all(records);
+        // The idle path: the records are lent to the producer (it copies
+        // them), and kept here only in case they must be spooled. A broken
+        // producer answers at once with errors, which are spooled.
+        let sent = self.kafka.send_borrowed(&records);
         let wait = self.ack_timeout.min(deadline);
         async move {
             match select(sent, Box::pin(tokio::time::sleep(wait))).await {
-                Either::Left((results, _)) => me.after_answer(copies, results).await,
-                Either::Right((_, sent)) => me.after_timeout(copies, sent).await,
+                Either::Left((results, _)) => me.after_answer(records, results).await,
+                Either::Right((_, sent)) => me.after_timeout(records, sent).await,
             }
         }
         .boxed()
