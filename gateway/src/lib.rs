@@ -22,6 +22,7 @@ pub mod registry;
 pub mod run;
 pub mod server;
 pub mod sink;
+pub mod stages;
 pub mod telemetry;
 pub mod tls;
 pub mod topics;
