@@ -8,6 +8,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod code;
 pub mod config;
 pub mod contracts;
 pub mod cors;

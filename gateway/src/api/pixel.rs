@@ -23,7 +23,7 @@ pub async fn pixel(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse
         Ok(()) => gif(HttpResponse::Ok()),
         Err(error) => {
             let mut answer = error.answer();
-            answer.insert_header(("x-eventgw-error", error.code()));
+            answer.insert_header(("x-eventgw-error", error.code().as_str()));
             gif(answer)
         }
     }

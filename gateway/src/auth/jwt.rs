@@ -61,22 +61,9 @@ pub enum JwtError {
 }
 
 impl JwtError {
-    /// The stable machine code.
-    pub fn code(&self) -> &'static str {
-        match self {
-            Self::Malformed => "malformed_token",
-            Self::Unsigned => "unsigned_token",
-            Self::InvalidIssuer => "invalid_issuer",
-            Self::AlgorithmNotAllowed(_) => "algorithm_not_allowed",
-            Self::UnknownKey => "unknown_key",
-            Self::InvalidSignature => "invalid_signature",
-            Self::Expired => "token_expired",
-            Self::NotYetValid => "token_not_yet_valid",
-            Self::InvalidAudience => "invalid_audience",
-            Self::MissingClaim(_) => "missing_claim",
-            Self::InvalidClaimType(_) => "invalid_claim_type",
-            Self::UnknownSource(_) => "unknown_source",
-        }
+    /// The stable machine code (`crate::error` decides it).
+    pub fn code(&self) -> crate::code::Code {
+        crate::error::jwt_code(self)
     }
 }
 

@@ -14,8 +14,8 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 pub mod dedupe;
-mod load;
 pub mod jwt;
+mod load;
 pub mod privacy;
 pub mod quota;
 pub mod spool;

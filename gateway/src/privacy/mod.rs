@@ -9,14 +9,14 @@ pub mod personal;
 pub mod suppression;
 pub mod suppression_topic;
 
-use std::net::IpAddr;
 use crate::privacy::crypto::{CryptoError, UserKeys};
 use crate::privacy::suppression::{SuppressionError, SuppressionList};
+use std::net::IpAddr;
 
 pub use crate::config::privacy::{IpPolicy, PrivacyConfig, SourcePrivacy};
 
 /// Outcome (and code) of an event whose user is on the suppression list.
-pub const SUPPRESSED: &str = "suppressed";
+pub const SUPPRESSED: &str = crate::code::Code::Suppressed.as_str();
 
 /// Shortest `privacy.hash_key` accepted: HMAC-SHA256's block of security.
 pub const MIN_HASH_KEY_BYTES: usize = 32;

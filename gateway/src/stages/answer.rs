@@ -6,8 +6,8 @@ use serde::Serialize;
 
 use super::Request;
 use super::produce::Produced;
+use crate::code::Code;
 use crate::pipeline::{Planned, Verdict};
-use crate::privacy::SUPPRESSED;
 use crate::sink::{Delivered, SinkError};
 
 fn is_zero(n: &usize) -> bool {
@@ -148,7 +148,7 @@ fn mark_repeated(answer: &mut BatchAnswer, repeated: &[usize]) {
     for &index in repeated {
         if let Some(event) = answer.events.get_mut(index).filter(|e| e.status == EventStatus::Accepted) {
             event.status = EventStatus::Duplicate;
-            event.code = Some("duplicate_message_id");
+            event.code = Some(Code::DuplicateMessageId.as_str());
             event.message =
                 Some("an event with this `messageId` from this source was already stored: not stored again".into());
             answer.accepted -= 1;
@@ -207,7 +207,7 @@ fn assemble(planned: Vec<Planned>, mut results: impl Iterator<Item = Result<Deli
         match (p.verdict, delivered) {
             (_, Some(Err(_))) => {
                 outcome.status = EventStatus::Rejected;
-                outcome.code = Some("event_too_large");
+                outcome.code = Some(Code::EventTooLarge.as_str());
                 outcome.message = Some("the event is larger than Kafka accepts".into());
             }
             (Verdict::Accept(record), _) => outcome.topic = Some(record.topic),
@@ -219,13 +219,13 @@ fn assemble(planned: Vec<Planned>, mut results: impl Iterator<Item = Result<Deli
                 outcome.errors = errors;
             }
             (Verdict::Reject { code, message }, _) => {
-                outcome.status = if code == SUPPRESSED { EventStatus::Suppressed } else { EventStatus::Rejected };
-                outcome.code = Some(code);
+                outcome.status = if code == Code::Suppressed { EventStatus::Suppressed } else { EventStatus::Rejected };
+                outcome.code = Some(code.as_str());
                 outcome.message = Some(message);
             }
             (Verdict::Duplicate { first }, _) => {
                 outcome.status = EventStatus::Duplicate;
-                outcome.code = Some("duplicate_message_id");
+                outcome.code = Some(Code::DuplicateMessageId.as_str());
                 outcome.message = Some(format!("the same `messageId` as event {first} of this request: stored once"));
             }
         }

@@ -24,7 +24,8 @@ pub fn not_locked_out(request: &Request) -> Result<(), ApiError> {
 pub async fn header(request: &mut Request<'_>, headers: &HeaderMap) -> Result<(), ApiError> {
     let credentials = auth::header_credentials(headers).inspect_err(|_| request.failed_authentication())?;
     if let Some(credentials) = credentials {
-        let principal = request.auth.authenticate(credentials).await.inspect_err(|_| request.failed_authentication())?;
+        let principal =
+            request.auth.authenticate(credentials).await.inspect_err(|_| request.failed_authentication())?;
         request.header = Some(principal);
     }
     Ok(())

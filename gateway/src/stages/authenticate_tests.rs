@@ -8,7 +8,7 @@ use super::*;
 use crate::stages::testing::{basic, state};
 
 fn code(error: ApiError) -> &'static str {
-    error.code()
+    error.code().as_str()
 }
 
 #[actix_web::test]

@@ -31,11 +31,7 @@ pub fn request(request: &Request) -> Result<(), ApiError> {
 pub fn events(request: &Request, principal: &Principal, events: usize) -> Result<(), ApiError> {
     let quotas = &request.auth.quotas;
     quotas.check_events(&principal.source.id, principal.subject.as_deref(), events).map_err(|denied| {
-        if denied.retry_after.is_some() {
-            ApiError::QuotaExceeded(denied)
-        } else {
-            ApiError::BatchExceedsQuota(denied)
-        }
+        if denied.retry_after.is_some() { ApiError::QuotaExceeded(denied) } else { ApiError::BatchExceedsQuota(denied) }
     })
 }
 

@@ -76,7 +76,6 @@ impl<'s> Request<'s> {
     }
 }
 
-
 /// The dev configuration's gateway over a [`crate::sink::MemorySink`], for
 /// the stages' unit tests.
 #[cfg(test)]

@@ -12,7 +12,7 @@ fn accepted(topic: &str) -> Planned {
 fn rejected() -> Planned {
     Planned {
         message_id: None,
-        verdict: Verdict::Reject { code: "invalid_type", message: "the event has no `type`".into() },
+        verdict: Verdict::Reject { code: crate::code::Code::InvalidType, message: "the event has no `type`".into() },
     }
 }
 

@@ -215,11 +215,11 @@ mod tests {
     const LIMITS: JsonLimits = JsonLimits { max_depth: 4, max_string_bytes: 8 };
 
     fn code(body: &str) -> &'static str {
-        parse(body.as_bytes(), LIMITS).expect_err("refused").code()
+        parse(body.as_bytes(), LIMITS).expect_err("refused").code().as_str()
     }
 
     fn wide_code(body: &str) -> &'static str {
-        parse(body.as_bytes(), JsonLimits { max_depth: 4, max_string_bytes: 64 }).expect_err("refused").code()
+        parse(body.as_bytes(), JsonLimits { max_depth: 4, max_string_bytes: 64 }).expect_err("refused").code().as_str()
     }
 
     #[test]
