@@ -19,7 +19,7 @@ pub use crate::config::jwt::{IssuerConfig, KeyConfig};
 /// recently used quarter.
 pub const TOKEN_CACHE_CAPACITY: usize = 10_000;
 
-/// Why a token is refused; each is a 401 with its own code.
+/// Why a token is refused; each is a 401 with its own code (`crate::error::jwt_code`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum JwtError {
     /// Not three base64url parts of JSON.
@@ -58,13 +58,6 @@ pub enum JwtError {
     /// The source the token names does not exist.
     #[error("the token names unknown source `{0}`")]
     UnknownSource(String),
-}
-
-impl JwtError {
-    /// The stable machine code (`crate::error` decides it).
-    pub fn code(&self) -> crate::code::Code {
-        crate::error::jwt_code(self)
-    }
 }
 
 /// What a verified token says.

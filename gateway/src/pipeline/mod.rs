@@ -8,6 +8,7 @@ mod enrichment;
 mod envelope;
 mod record;
 mod route;
+mod validate;
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
@@ -21,7 +22,7 @@ pub use self::clock::{
 };
 pub use self::enrichment::MAX_ENRICHMENT_BYTES;
 pub use self::envelope::{MAX_KEY_BYTES, MAX_MESSAGE_ID_LEN, check_message_id};
-use self::record::{compact_size, warning_text};
+use self::record::warning_text;
 pub use self::route::IDENTITY_DOMAIN;
 use crate::auth::Source;
 use crate::code::Code;
@@ -174,35 +175,10 @@ impl Admission<'_> {
 
     /// Decides one event's fate.
     pub fn admit(&self, event: Value) -> Planned {
-        let Value::Object(mut event) = event else {
-            return reject(None, Code::EventNotObject, "each event in `batch` must be a JSON object".into());
+        let (mut event, message_id) = match self.validate(event) {
+            Ok(valid) => valid,
+            Err(refused) => return refused,
         };
-        let size = compact_size(&event);
-        if size > self.max_event_bytes {
-            let id = event.get("messageId").and_then(Value::as_str).map(str::to_owned);
-            let message = format!("the event is {size} bytes; at most {} are accepted", self.max_event_bytes);
-            return reject(id, Code::EventTooLarge, message);
-        }
-        let message_id = match event.get("messageId") {
-            None | Some(Value::Null) => {
-                let id = uuid::Uuid::now_v7().to_string();
-                event.insert("messageId".into(), Value::String(id.clone()));
-                id
-            }
-            Some(Value::String(id)) => match check_message_id(id) {
-                Ok(()) => id.clone(),
-                Err(message) => return reject(None, Code::InvalidMessageId, message),
-            },
-            Some(_) => return reject(None, Code::InvalidMessageId, "`messageId` must be a string".into()),
-        };
-        event.remove("writeKey");
-        if let Some(subject) = self.subject {
-            event.insert("userId".into(), Value::String(subject.to_owned()));
-        }
-        if self.edge.suppressed(&event) {
-            let message = "the user asked not to be tracked; the event was dropped".into();
-            return reject(Some(message_id), Code::Suppressed, message);
-        }
         let normalized = envelope::normalize(&mut event);
         // No copy of the event is made: enrichment only mutates it once every
         // check has passed, so a refused event is still the one received

@@ -53,3 +53,7 @@ pub fn events(request: &Request, principal: &Principal, batch: BatchRequest) -> 
     }
     Ok(planned)
 }
+
+#[cfg(test)]
+#[path = "admit_tests.rs"]
+mod tests;
