@@ -177,7 +177,7 @@ impl Admission<'_> {
     pub fn admit(&self, event: Value) -> Planned {
         let (mut event, message_id) = match self.validate(event) {
             Ok(valid) => valid,
-            Err(refused) => return refused,
+            Err((message_id, code, message)) => return reject(message_id, code, message),
         };
         let normalized = envelope::normalize(&mut event);
         // No copy of the event is made: enrichment only mutates it once every

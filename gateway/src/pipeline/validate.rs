@@ -5,22 +5,25 @@
 
 use serde_json::{Map, Value};
 
+use super::Admission;
 use super::envelope::check_message_id;
 use super::record::compact_size;
-use super::{Admission, Planned, reject};
 use crate::code::Code;
+
+/// A refused event: its `messageId` if known, the code and the reason.
+pub(super) type Refused = (Option<String>, Code, String);
 
 impl Admission<'_> {
     /// The event as an object and its `messageId`, or its refusal.
-    pub(super) fn validate(&self, event: Value) -> Result<(Map<String, Value>, String), Planned> {
+    pub(super) fn validate(&self, event: Value) -> Result<(Map<String, Value>, String), Refused> {
         let Value::Object(mut event) = event else {
-            return Err(reject(None, Code::EventNotObject, "each event in `batch` must be a JSON object".into()));
+            return Err((None, Code::EventNotObject, "each event in `batch` must be a JSON object".into()));
         };
         let size = compact_size(&event);
         if size > self.max_event_bytes {
             let id = event.get("messageId").and_then(Value::as_str).map(str::to_owned);
             let message = format!("the event is {size} bytes; at most {} are accepted", self.max_event_bytes);
-            return Err(reject(id, Code::EventTooLarge, message));
+            return Err((id, Code::EventTooLarge, message));
         }
         let message_id = match event.get("messageId") {
             None | Some(Value::Null) => {
@@ -30,9 +33,9 @@ impl Admission<'_> {
             }
             Some(Value::String(id)) => match check_message_id(id) {
                 Ok(()) => id.clone(),
-                Err(message) => return Err(reject(None, Code::InvalidMessageId, message)),
+                Err(message) => return Err((None, Code::InvalidMessageId, message)),
             },
-            Some(_) => return Err(reject(None, Code::InvalidMessageId, "`messageId` must be a string".into())),
+            Some(_) => return Err((None, Code::InvalidMessageId, "`messageId` must be a string".into())),
         };
         event.remove("writeKey");
         if let Some(subject) = self.subject {
@@ -40,7 +43,7 @@ impl Admission<'_> {
         }
         if self.edge.suppressed(&event) {
             let message = "the user asked not to be tracked; the event was dropped".into();
-            return Err(reject(Some(message_id), Code::Suppressed, message));
+            return Err((Some(message_id), Code::Suppressed, message));
         }
         Ok((event, message_id))
     }
