@@ -1,7 +1,11 @@
-//! One event's way through the gateway after the request is authenticated:
-//! normalise the envelope → classify → check against the catalog → enrich →
-//! route. The result is a [`Verdict`] per event; nothing here touches the
-//! network.
+//! One event's way through the gateway after the request is authenticated
+//! and charged, one file per step: validate (`validate.rs`: an object,
+//! size, `messageId`, suppression) → normalise the envelope
+//! (`envelope.rs`) → route and check against the contract (`route.rs`) →
+//! its time (`clock.rs`) → enrich (`enrichment.rs`) → its record
+//! (`record.rs`). The result is a [`Verdict`] per event; nothing here
+//! touches the network. [`Admission`] is built once per request by
+//! `crate::stages::admit`.
 
 mod clock;
 mod enrichment;
@@ -87,7 +91,8 @@ pub struct Planned {
     pub verdict: Verdict,
 }
 
-/// Everything an event's verdict depends on besides the event.
+/// Everything an event's verdict depends on besides the event: the
+/// request's context as the per-event steps need it.
 pub struct Admission<'a> {
     /// The compiled schema catalog.
     pub catalog: &'a Catalog,
