@@ -8,6 +8,8 @@ use actix_web::{HttpResponse, HttpResponseBuilder, ResponseError};
 use serde::Serialize;
 
 use crate::auth::AuthError;
+use crate::auth::jwt::JwtError;
+use crate::code::Code;
 use crate::wire::WireError;
 
 /// Everything that stops a whole request.
@@ -38,7 +40,7 @@ pub enum ApiError {
     /// The source is strict and at least one event would not be accepted:
     /// nothing of the batch is produced.
     #[error("the source is strict and {0} event(s) would not be accepted; nothing was produced")]
-    BatchRejected(usize, Vec<crate::api::EventOutcome>),
+    BatchRejected(usize, Vec<crate::stages::answer::EventOutcome>),
     /// A CORS preflight from an origin no source allows.
     #[error("origin `{0}` is not allowed by any source")]
     OriginNotAllowed(String),
@@ -102,69 +104,86 @@ pub struct ErrorBody<'a> {
 struct RejectedBatch<'a> {
     code: &'a str,
     message: String,
-    events: &'a [crate::api::EventOutcome],
+    events: &'a [crate::stages::answer::EventOutcome],
 }
 
 /// The stable code of credentials the auth module refused.
-pub fn auth_code(error: &AuthError) -> &'static str {
+pub fn auth_code(error: &AuthError) -> Code {
     match error {
-        AuthError::MalformedCredentials(_) => "malformed_credentials",
-        AuthError::InvalidWriteKey => "invalid_write_key",
-        AuthError::Jwt(e) => e.code(),
-        AuthError::LockedOut(_) => "too_many_auth_failures",
+        AuthError::MalformedCredentials(_) => Code::MalformedCredentials,
+        AuthError::InvalidWriteKey => Code::InvalidWriteKey,
+        AuthError::Jwt(e) => jwt_code(e),
+        AuthError::LockedOut(_) => Code::TooManyAuthFailures,
+    }
+}
+
+/// The stable code of a bearer token that does not verify.
+pub fn jwt_code(error: &JwtError) -> Code {
+    match error {
+        JwtError::Malformed => Code::MalformedToken,
+        JwtError::Unsigned => Code::UnsignedToken,
+        JwtError::InvalidIssuer => Code::InvalidIssuer,
+        JwtError::AlgorithmNotAllowed(_) => Code::AlgorithmNotAllowed,
+        JwtError::UnknownKey => Code::UnknownKey,
+        JwtError::InvalidSignature => Code::InvalidSignature,
+        JwtError::Expired => Code::TokenExpired,
+        JwtError::NotYetValid => Code::TokenNotYetValid,
+        JwtError::InvalidAudience => Code::InvalidAudience,
+        JwtError::MissingClaim(_) => Code::MissingClaim,
+        JwtError::InvalidClaimType(_) => Code::InvalidClaimType,
+        JwtError::UnknownSource(_) => Code::UnknownSource,
     }
 }
 
 /// The stable code of a body the wire module refused.
-pub fn wire_code(error: &WireError) -> &'static str {
+pub fn wire_code(error: &WireError) -> Code {
     match error {
-        WireError::BodyTooLarge { .. } => "body_too_large",
-        WireError::BatchTooLarge { .. } => "batch_too_large",
-        WireError::MalformedJson(_) => "malformed_json",
-        WireError::InvalidUtf8(_) => "invalid_utf8",
-        WireError::DuplicateKey(_) => "duplicate_key",
-        WireError::InvalidUnicodeEscape(_) => "invalid_unicode_escape",
-        WireError::NumberOutOfRange(_) => "number_out_of_range",
-        WireError::TooDeep { .. } => "json_too_deep",
-        WireError::StringTooLong { .. } => "string_too_long",
-        WireError::DecompressedTooLarge { .. } => "decompressed_too_large",
-        WireError::MalformedGzip(_) => "malformed_gzip",
-        WireError::UnsupportedMediaType(_) => "unsupported_media_type",
-        WireError::UnsupportedEncoding(_) => "unsupported_encoding",
-        WireError::BodyTimeout { .. } => "body_timeout",
-        WireError::InvalidBody(_) => "invalid_body",
-        WireError::BodyRead(_) => "body_read_failed",
+        WireError::BodyTooLarge { .. } => Code::BodyTooLarge,
+        WireError::BatchTooLarge { .. } => Code::BatchTooLarge,
+        WireError::MalformedJson(_) => Code::MalformedJson,
+        WireError::InvalidUtf8(_) => Code::InvalidUtf8,
+        WireError::DuplicateKey(_) => Code::DuplicateKey,
+        WireError::InvalidUnicodeEscape(_) => Code::InvalidUnicodeEscape,
+        WireError::NumberOutOfRange(_) => Code::NumberOutOfRange,
+        WireError::TooDeep { .. } => Code::JsonTooDeep,
+        WireError::StringTooLong { .. } => Code::StringTooLong,
+        WireError::DecompressedTooLarge { .. } => Code::DecompressedTooLarge,
+        WireError::MalformedGzip(_) => Code::MalformedGzip,
+        WireError::UnsupportedMediaType(_) => Code::UnsupportedMediaType,
+        WireError::UnsupportedEncoding(_) => Code::UnsupportedEncoding,
+        WireError::BodyTimeout { .. } => Code::BodyTimeout,
+        WireError::InvalidBody(_) => Code::InvalidBody,
+        WireError::BodyRead(_) => Code::BodyReadFailed,
     }
 }
 
 /// Left on error responses so the metrics middleware can count by code.
 #[derive(Debug, Clone, Copy)]
-pub struct ErrorCode(pub &'static str);
+pub struct ErrorCode(pub Code);
 
 impl ApiError {
-    /// The stable machine code; never change one, only add.
-    pub fn code(&self) -> &'static str {
+    /// The stable machine code (see [`Code`]).
+    pub fn code(&self) -> Code {
         match self {
-            Self::MissingCredentials => "missing_credentials",
-            Self::ConflictingWriteKeys(_) => "conflicting_write_keys",
-            Self::KeyNotAllowedInUrl => "key_not_allowed_in_url",
-            Self::HeadersTooLarge { .. } => "headers_too_large",
-            Self::BatchRejected(..) => "batch_rejected",
-            Self::OriginNotAllowed(_) => "origin_not_allowed",
-            Self::InvalidPixel(_) => "invalid_pixel",
+            Self::MissingCredentials => Code::MissingCredentials,
+            Self::ConflictingWriteKeys(_) => Code::ConflictingWriteKeys,
+            Self::KeyNotAllowedInUrl => Code::KeyNotAllowedInUrl,
+            Self::HeadersTooLarge { .. } => Code::HeadersTooLarge,
+            Self::BatchRejected(..) => Code::BatchRejected,
+            Self::OriginNotAllowed(_) => Code::OriginNotAllowed,
+            Self::InvalidPixel(_) => Code::InvalidPixel,
             Self::Auth(e) => auth_code(e),
-            Self::QuotaExceeded(_) => "quota_exceeded",
-            Self::BatchExceedsQuota(_) => "batch_exceeds_quota",
-            Self::Backpressure { .. } => "backpressure",
-            Self::KafkaUnavailable { .. } => "kafka_unavailable",
-            Self::NotReady(_) => "not_ready",
-            Self::NotFound => "not_found",
-            Self::MethodNotAllowed(_) => "method_not_allowed",
+            Self::QuotaExceeded(_) => Code::QuotaExceeded,
+            Self::BatchExceedsQuota(_) => Code::BatchExceedsQuota,
+            Self::Backpressure { .. } => Code::Backpressure,
+            Self::KafkaUnavailable { .. } => Code::KafkaUnavailable,
+            Self::NotReady(_) => Code::NotReady,
+            Self::NotFound => Code::NotFound,
+            Self::MethodNotAllowed(_) => Code::MethodNotAllowed,
             Self::Wire(e) => wire_code(e),
-            Self::Draining => "draining",
+            Self::Draining => Code::Draining,
         }
     }
-
     fn retry_after(&self) -> Option<u64> {
         match self {
             Self::Backpressure { retry_after }
@@ -280,8 +299,8 @@ impl ResponseError for ApiError {
     fn error_response(&self) -> HttpResponse {
         let mut answer = self.answer();
         if let Self::BatchRejected(_, events) = self {
-            return answer.json(RejectedBatch { code: self.code(), message: self.to_string(), events });
+            return answer.json(RejectedBatch { code: self.code().as_str(), message: self.to_string(), events });
         }
-        answer.json(ErrorBody { code: self.code(), message: self.to_string() })
+        answer.json(ErrorBody { code: self.code().as_str(), message: self.to_string() })
     }
 }

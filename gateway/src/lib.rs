@@ -1,14 +1,16 @@
 //! The event-tracking ingestion gateway.
 //!
-//! A request's path: [`auth`] finds the source by its write key → [`wire`]
-//! reads and decodes the body within its limits → [`pipeline`] checks each
-//! event against the schema catalog, enriches and routes it → [`sink`]
-//! produces every record at once to Kafka → [`api`] answers with each
-//! event's outcome once Kafka acknowledged them all.
+//! A request's path, one [`stages`] module per step, called in order by
+//! each handler of [`api`]: authenticate ([`auth`]) → decode ([`wire`]) →
+//! charge ([`quota`]) → validate, enrich and route each event
+//! ([`pipeline`]) → produce ([`sink`]) → answer, with each event's outcome
+//! once Kafka acknowledged them all. [`error`] decides every status,
+//! [`code`] names every stable code, [`config`] holds every setting.
 
 pub mod api;
 pub mod auth;
 pub mod catalog_page;
+pub mod code;
 pub mod config;
 pub mod cors;
 pub mod dedupe;
@@ -22,6 +24,7 @@ pub mod registry;
 pub mod run;
 pub mod server;
 pub mod sink;
+pub mod stages;
 pub mod telemetry;
 pub mod tls;
 pub mod topics;

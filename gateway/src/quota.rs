@@ -19,41 +19,8 @@ use governor::middleware::NoOpMiddleware;
 use governor::state::keyed::DashMapStateStore;
 use governor::{Quota, RateLimiter};
 use refundable::RefundableStore;
-use serde::Deserialize;
 
-/// A rate with a burst, as configured.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Rate {
-    /// Sustained cells per second (may be below 1: 0.001 is one per 1000 s).
-    pub per_second: f64,
-    /// Cells available at once.
-    pub burst: u32,
-}
-
-/// Which quotas apply; a missing one is unlimited.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct QuotaConfig {
-    /// Events per source.
-    pub source: Option<Rate>,
-    /// Events per JWT subject.
-    pub subject: Option<Rate>,
-    /// Requests per client IP.
-    pub ip: Option<Rate>,
-    /// Events for the whole gateway instance (the global quota divided by
-    /// the number of instances).
-    pub global: Option<Rate>,
-    /// Failed authentications per client IP before it is locked out.
-    pub auth_failures: Option<Rate>,
-    /// How often idle limiter state is dropped.
-    #[serde(default = "default_cleanup_secs")]
-    pub cleanup_interval_secs: u64,
-}
-
-fn default_cleanup_secs() -> u64 {
-    60
-}
+pub use crate::config::quota::{QuotaConfig, Rate};
 
 impl Rate {
     /// The governor quota, or `None` for a rate that is not positive.
@@ -63,12 +30,6 @@ impl Rate {
         }
         let burst = NonZeroU32::new(self.burst)?;
         Quota::with_period(Duration::from_secs_f64(1.0 / self.per_second)).map(|q| q.allow_burst(burst))
-    }
-
-    /// Seconds in which the whole burst refills: the window of the
-    /// `RateLimit-Policy` header.
-    pub fn window_secs(&self) -> u64 {
-        (f64::from(self.burst) / self.per_second).ceil().max(1.0) as u64
     }
 }
 

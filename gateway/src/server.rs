@@ -183,7 +183,7 @@ fn head_bytes(req: &ServiceRequest) -> usize {
 fn count(state: &AppState, endpoint: &str, response: &HttpResponse) {
     state.metrics.requests.with_label_values(&[endpoint, response.status().as_str()]).inc();
     if let Some(ErrorCode(code)) = response.extensions().get::<ErrorCode>() {
-        state.metrics.rejected_requests.with_label_values(&[code]).inc();
+        state.metrics.rejected_requests.with_label_values(&[code.as_str()]).inc();
     }
 }
 

@@ -2,11 +2,9 @@
 
 pub mod batch;
 pub mod health;
-mod ingest;
 pub mod metrics;
-mod outcome;
 pub mod pixel;
 pub mod routes;
 pub mod settings;
 
-pub use outcome::{BatchAnswer, EventOutcome, EventStatus};
+pub use crate::stages::answer::{BatchAnswer, EventOutcome, EventStatus};

@@ -19,7 +19,6 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::{Value, json};
 
 use crate::AppState;
-use crate::api::ingest;
 use crate::auth::{self, AuthError, Credentials, Principal};
 use crate::error::ApiError;
 
@@ -47,7 +46,7 @@ pub async fn source_config(req: HttpRequest, state: web::Data<AppState>) -> Resu
         Ok(None) => None,
         Err(e) => return Err(e.into()),
     };
-    let url_key = ingest::url_write_key(&req);
+    let url_key = crate::stages::authenticate::url_write_key(&req);
     let (principal, key) = lookup(&req, &state, header_key.as_deref(), url_key.as_deref())?;
     let (scheme, host) = public_base(&req, &state);
     let updated = crate::pipeline::format_time((state.clock)());

@@ -23,7 +23,7 @@ pub enum AuthError {
 #[cfg(test)]
 impl AuthError {
     /// The stable code it is answered with (`crate::error` decides it).
-    pub(crate) fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> crate::code::Code {
         crate::error::auth_code(self)
     }
 }

@@ -30,7 +30,8 @@
 //!   itself is not compared: SDKs change `sentAt` (and so the corrected
 //!   `timestamp`) on every attempt, so a byte hash would flag honest retries.
 
-pub mod config;
+/// The `[dedupe]` section, kept with every other section in [`crate::config`].
+pub use crate::config::dedupe as config;
 pub mod memory;
 mod metrics;
 pub mod shared;
@@ -38,7 +39,7 @@ mod sink;
 
 use futures::future::BoxFuture;
 
-pub use config::{DedupeConfig, OnStoreError, StoreKind};
+pub use crate::config::dedupe::{DedupeConfig, OnStoreError, StoreKind};
 pub use memory::MemoryStore;
 pub use metrics::DedupeMetrics;
 pub use shared::RedisStore;

@@ -15,6 +15,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::code::Code;
+
 /// Longest `messageId` accepted; it is a dedup key downstream, not a payload.
 pub const MAX_MESSAGE_ID_LEN: usize = 128;
 
@@ -27,7 +29,7 @@ pub const MAX_KEY_BYTES: usize = 256;
 const ID_FIELDS: [&str; 4] = ["userId", "anonymousId", "groupId", "previousId"];
 
 /// Why an envelope cannot be used: a stable code and the reason in words.
-pub type EnvelopeError = (&'static str, String);
+pub type EnvelopeError = (Code, String);
 
 /// Normalises the common fields of `event` in place; only an envelope no SDK
 /// sends (a `context` that is not an object) is an error.
@@ -50,7 +52,7 @@ pub fn normalize(event: &mut Map<String, Value>) -> Result<(), EnvelopeError> {
         && !context.is_object()
     {
         let message = "`context` must be an object (or absent); the event is kept on the dead-letter topic";
-        return Err(("invalid_context", message.into()));
+        return Err((Code::InvalidContext, message.into()));
     }
     name_screen_or_page(event);
     Ok(())
@@ -94,11 +96,11 @@ pub fn check_message_id(id: &str) -> Result<(), String> {
 /// empty, at most [`MAX_KEY_BYTES`].
 pub fn check_key(key: &str) -> Result<(), EnvelopeError> {
     if key.is_empty() {
-        return Err(("missing_key", "the event's key field is empty; a record needs a key".into()));
+        return Err((Code::MissingKey, "the event's key field is empty; a record needs a key".into()));
     }
     if key.len() > MAX_KEY_BYTES {
         let message = format!("the event's key is {} bytes; keys are at most {MAX_KEY_BYTES} bytes", key.len());
-        return Err(("invalid_key", message));
+        return Err((Code::InvalidKey, message));
     }
     Ok(())
 }
@@ -136,8 +138,8 @@ mod tests {
 
     #[test]
     fn a_context_that_is_not_an_object_is_refused() {
-        assert_eq!(normalized(json!({"context": "x"})).expect_err("string").0, "invalid_context");
-        assert_eq!(normalized(json!({"context": [1]})).expect_err("array").0, "invalid_context");
+        assert_eq!(normalized(json!({"context": "x"})).expect_err("string").0, Code::InvalidContext);
+        assert_eq!(normalized(json!({"context": [1]})).expect_err("array").0, Code::InvalidContext);
         assert!(normalized(json!({"context": null})).expect("null is absent").get("context").is_none());
     }
 
@@ -167,7 +169,7 @@ mod tests {
     #[test]
     fn key_rules_are_exact() {
         assert!(check_key(&"k".repeat(MAX_KEY_BYTES)).is_ok());
-        assert_eq!(check_key(&"k".repeat(MAX_KEY_BYTES + 1)).expect_err("long").0, "invalid_key");
-        assert_eq!(check_key("").expect_err("empty").0, "missing_key");
+        assert_eq!(check_key(&"k".repeat(MAX_KEY_BYTES + 1)).expect_err("long").0, Code::InvalidKey);
+        assert_eq!(check_key("").expect_err("empty").0, Code::MissingKey);
     }
 }

@@ -1,13 +1,18 @@
-//! One event's way through the gateway after the request is authenticated:
-//! normalise the envelope → classify → check against the catalog → enrich →
-//! route. The result is a [`Verdict`] per event; nothing here touches the
-//! network.
+//! One event's way through the gateway after the request is authenticated
+//! and charged, one file per step: validate (`validate.rs`: an object,
+//! size, `messageId`, suppression) → normalise the envelope
+//! (`envelope.rs`) → route and check against the contract (`route.rs`) →
+//! its time (`clock.rs`) → enrich (`enrichment.rs`) → its record
+//! (`record.rs`). The result is a [`Verdict`] per event; nothing here
+//! touches the network. [`Admission`] is built once per request by
+//! `crate::stages::admit`.
 
 mod clock;
 mod enrichment;
 mod envelope;
 mod record;
 mod route;
+mod validate;
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
@@ -21,9 +26,10 @@ pub use self::clock::{
 };
 pub use self::enrichment::MAX_ENRICHMENT_BYTES;
 pub use self::envelope::{MAX_KEY_BYTES, MAX_MESSAGE_ID_LEN, check_message_id};
-use self::record::{compact_size, warning_text};
+use self::record::warning_text;
 pub use self::route::IDENTITY_DOMAIN;
 use crate::auth::Source;
+use crate::code::Code;
 use crate::config::KafkaConfig;
 use crate::enrich::{ClientInfo, ClientResolver};
 use crate::sink::OutRecord;
@@ -38,7 +44,8 @@ pub enum Verdict {
     DeadLetter {
         /// The dead-letter record.
         record: OutRecord,
-        /// Stable machine code of the reason.
+        /// Stable machine code of the reason ([`Code::as_str`]; text
+        /// because it is written into the record as it is).
         code: &'static str,
         /// The reason in words.
         message: String,
@@ -48,7 +55,7 @@ pub enum Verdict {
     /// Not produced anywhere; the client is told why.
     Reject {
         /// Stable machine code of the reason.
-        code: &'static str,
+        code: Code,
         /// The reason in words.
         message: String,
     },
@@ -71,10 +78,7 @@ impl Verdict {
     /// but accepted, except a duplicate of an accepted event.
     pub fn refuses_strict_batch(&self) -> bool {
         // A suppressed event is the user's wish honoured, not a refusal.
-        !matches!(
-            self,
-            Self::Accept(_) | Self::Duplicate { .. } | Self::Reject { code: crate::privacy::SUPPRESSED, .. }
-        )
+        !matches!(self, Self::Accept(_) | Self::Duplicate { .. } | Self::Reject { code: Code::Suppressed, .. })
     }
 }
 
@@ -87,7 +91,8 @@ pub struct Planned {
     pub verdict: Verdict,
 }
 
-/// Everything an event's verdict depends on besides the event.
+/// Everything an event's verdict depends on besides the event: the
+/// request's context as the per-event steps need it.
 pub struct Admission<'a> {
     /// The compiled schema catalog.
     pub catalog: &'a Catalog,
@@ -175,35 +180,10 @@ impl Admission<'_> {
 
     /// Decides one event's fate.
     pub fn admit(&self, event: Value) -> Planned {
-        let Value::Object(mut event) = event else {
-            return reject(None, "event_not_object", "each event in `batch` must be a JSON object".into());
+        let (mut event, message_id) = match self.validate(event) {
+            Ok(valid) => valid,
+            Err((message_id, code, message)) => return reject(message_id, code, message),
         };
-        let size = compact_size(&event);
-        if size > self.max_event_bytes {
-            let id = event.get("messageId").and_then(Value::as_str).map(str::to_owned);
-            let message = format!("the event is {size} bytes; at most {} are accepted", self.max_event_bytes);
-            return reject(id, "event_too_large", message);
-        }
-        let message_id = match event.get("messageId") {
-            None | Some(Value::Null) => {
-                let id = uuid::Uuid::now_v7().to_string();
-                event.insert("messageId".into(), Value::String(id.clone()));
-                id
-            }
-            Some(Value::String(id)) => match check_message_id(id) {
-                Ok(()) => id.clone(),
-                Err(message) => return reject(None, "invalid_message_id", message),
-            },
-            Some(_) => return reject(None, "invalid_message_id", "`messageId` must be a string".into()),
-        };
-        event.remove("writeKey");
-        if let Some(subject) = self.subject {
-            event.insert("userId".into(), Value::String(subject.to_owned()));
-        }
-        if self.edge.suppressed(&event) {
-            let message = "the user asked not to be tracked; the event was dropped".into();
-            return reject(Some(message_id), crate::privacy::SUPPRESSED, message);
-        }
         let normalized = envelope::normalize(&mut event);
         // No copy of the event is made: enrichment only mutates it once every
         // check has passed, so a refused event is still the one received
@@ -219,12 +199,14 @@ impl Admission<'_> {
                 self.edge.consent(&route.name, &event),
             ) {
                 (Ok(time), Ok(consent_warning)) => self.accept(&route, &message_id, event, &time, consent_warning),
-                (Err(message), _) => self.dead_letter(&event, &message_id, "invalid_timestamp", message, Vec::new()),
+                (Err(message), _) => {
+                    self.dead_letter(&event, &message_id, Code::InvalidTimestamp.as_str(), message, Vec::new())
+                }
                 (_, Err((code, message))) => self.dead_letter(&event, &message_id, code, message, Vec::new()),
             },
             Err(Refusal::Reject(code, message)) => Verdict::Reject { code, message },
             Err(Refusal::DeadLetter(code, message, errors)) => {
-                self.dead_letter(&event, &message_id, code, message, errors)
+                self.dead_letter(&event, &message_id, code.as_str(), message, errors)
             }
         };
         Planned { message_id: Some(message_id), verdict }
@@ -248,23 +230,23 @@ impl Admission<'_> {
         let bound = self.max_event_bytes + MAX_ENRICHMENT_BYTES;
         if record.payload.len() > bound {
             let message = format!("the enriched event is {} bytes; at most {bound} are stored", record.payload.len());
-            return Verdict::Reject { code: "event_too_large", message };
+            return Verdict::Reject { code: Code::EventTooLarge, message };
         }
         Verdict::Accept(record)
     }
 }
 
 enum Refusal {
-    Reject(&'static str, String),
-    DeadLetter(&'static str, String, Vec<SchemaViolation>),
+    Reject(Code, String),
+    DeadLetter(Code, String, Vec<SchemaViolation>),
 }
 
 impl Refusal {
-    fn dead(code: &'static str, message: String) -> Self {
+    fn dead(code: Code, message: String) -> Self {
         Self::DeadLetter(code, message, Vec::new())
     }
 }
 
-fn reject(message_id: Option<String>, code: &'static str, message: String) -> Planned {
+fn reject(message_id: Option<String>, code: Code, message: String) -> Planned {
     Planned { message_id, verdict: Verdict::Reject { code, message } }
 }

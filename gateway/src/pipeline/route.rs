@@ -6,6 +6,7 @@ use eventgw_schemas::{Rollout, SchemaViolation, Violation};
 use serde_json::Value;
 
 use super::{Admission, Refusal, Route, warning_text};
+use crate::code::Code;
 use crate::config::UnknownEvents;
 
 /// The domain a source must list to send `identify`, `group` and `alias`
@@ -18,15 +19,15 @@ impl Admission<'_> {
         let name = match kind {
             "track" => match event.get("event").and_then(Value::as_str) {
                 Some(name) if !name.is_empty() => name.to_owned(),
-                _ => return Err(Refusal::dead("missing_event_name", "a track call needs an `event` name".into())),
+                _ => return Err(Refusal::dead(Code::MissingEventName, "a track call needs an `event` name".into())),
             },
             "page" => "Page Viewed".to_owned(),
             "screen" => "Screen Viewed".to_owned(),
             "identify" | "group" | "alias" => return self.identity_route(kind, event),
-            "" => return Err(Refusal::Reject("invalid_type", "the event has no `type`".into())),
+            "" => return Err(Refusal::Reject(Code::InvalidType, "the event has no `type`".into())),
             other => {
                 let message = format!("`type` `{other}` is not one of track, page, screen, identify, group, alias");
-                return Err(Refusal::Reject("invalid_type", message));
+                return Err(Refusal::Reject(Code::InvalidType, message));
             }
         };
         let Some(event_type) = self.catalog.event(&name) else {
@@ -34,7 +35,7 @@ impl Admission<'_> {
         };
         if !self.source.domains.contains(&event_type.domain) {
             let message = format!("source `{}` may not send `{name}` (domain `{}`)", self.source.id, event_type.domain);
-            return Err(Refusal::Reject("domain_not_allowed", message));
+            return Err(Refusal::Reject(Code::DomainNotAllowed, message));
         }
         let pinned = match event.pointer("/context/schemaVersion") {
             None | Some(Value::Null) => None,
@@ -42,7 +43,7 @@ impl Admission<'_> {
                 Some(v) => Some(v),
                 None => {
                     let message = "`context.schemaVersion` must be a positive integer".into();
-                    return Err(Refusal::dead("invalid_schema_version", message));
+                    return Err(Refusal::dead(Code::InvalidSchemaVersion, message));
                 }
             },
         };
@@ -73,8 +74,8 @@ impl Admission<'_> {
     fn unknown_event(&self, name: &str, event: &Value) -> Result<Route, Refusal> {
         let message = format!("`{name}` is not in the event catalog");
         match self.source.unknown_events {
-            UnknownEvents::Reject => Err(Refusal::Reject("unknown_event", message)),
-            UnknownEvents::DeadLetter => Err(Refusal::dead("unknown_event", message)),
+            UnknownEvents::Reject => Err(Refusal::Reject(Code::UnknownEvent, message)),
+            UnknownEvents::DeadLetter => Err(Refusal::dead(Code::UnknownEvent, message)),
             UnknownEvents::Pass => Ok(Route {
                 topic: self.kafka.unclassified_topic.clone(),
                 key: user_key(event)?,
@@ -95,7 +96,7 @@ impl Admission<'_> {
                 "source `{}` may not send `{kind}` calls (domain `{IDENTITY_DOMAIN}` is not in its `domains`)",
                 self.source.id
             );
-            return Err(Refusal::Reject("domain_not_allowed", message));
+            return Err(Refusal::Reject(Code::DomainNotAllowed, message));
         }
         let required: &[&str] = match kind {
             "group" => &["groupId"],
@@ -108,7 +109,7 @@ impl Admission<'_> {
             .map(|f| SchemaViolation { path: format!("/{f}"), message: format!("`{f}` is required for {kind}") })
             .collect();
         if !missing.is_empty() {
-            return Err(Refusal::DeadLetter("schema_violation", format!("the {kind} call is incomplete"), missing));
+            return Err(Refusal::DeadLetter(Code::SchemaViolation, format!("the {kind} call is incomplete"), missing));
         }
         Ok(Route {
             topic: self.kafka.identity_topic.clone(),
@@ -124,14 +125,14 @@ impl Admission<'_> {
 fn violation(name: &str, violation: Violation) -> Refusal {
     match violation {
         Violation::Schema(errors) => {
-            Refusal::DeadLetter("schema_violation", format!("`{name}` does not match its schema"), errors)
+            Refusal::DeadLetter(Code::SchemaViolation, format!("`{name}` does not match its schema"), errors)
         }
         Violation::UnknownVersion { requested, latest } => Refusal::dead(
-            "unknown_schema_version",
+            Code::UnknownSchemaVersion,
             format!("`{name}` has no schema version {requested}; the newest is {latest}"),
         ),
         Violation::MissingKey(fields) => {
-            Refusal::dead("missing_key", format!("`{name}` is keyed by {fields}, and none is present"))
+            Refusal::dead(Code::MissingKey, format!("`{name}` is keyed by {fields}, and none is present"))
         }
     }
 }
@@ -142,5 +143,5 @@ fn user_key(event: &Value) -> Result<String, Refusal> {
     ["userId", "anonymousId"]
         .iter()
         .find_map(|f| event.get(*f).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned))
-        .ok_or_else(|| Refusal::dead("missing_key", "needs `userId` or `anonymousId`".into()))
+        .ok_or_else(|| Refusal::dead(Code::MissingKey, "needs `userId` or `anonymousId`".into()))
 }

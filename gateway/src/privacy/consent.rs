@@ -31,8 +31,8 @@ impl Consent {
     pub fn code(self) -> &'static str {
         match self {
             Self::Granted => "consent_granted",
-            Self::Denied => "consent_denied",
-            Self::Missing => "consent_missing",
+            Self::Denied => crate::code::Code::ConsentDenied.as_str(),
+            Self::Missing => crate::code::Code::ConsentMissing.as_str(),
         }
     }
 }

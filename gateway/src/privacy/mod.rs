@@ -9,91 +9,17 @@ pub mod personal;
 pub mod suppression;
 pub mod suppression_topic;
 
-use std::net::IpAddr;
-use std::path::PathBuf;
-
-use serde::Deserialize;
-
 use crate::privacy::crypto::{CryptoError, UserKeys};
 use crate::privacy::suppression::{SuppressionError, SuppressionList};
+use std::net::IpAddr;
+
+pub use crate::config::privacy::{IpPolicy, PrivacyConfig, SourcePrivacy};
 
 /// Outcome (and code) of an event whose user is on the suppression list.
-pub const SUPPRESSED: &str = "suppressed";
+pub const SUPPRESSED: &str = crate::code::Code::Suppressed.as_str();
 
 /// Shortest `privacy.hash_key` accepted: HMAC-SHA256's block of security.
 pub const MIN_HASH_KEY_BYTES: usize = 32;
-
-/// `[privacy]`: the secrets and lists every source shares.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct PrivacyConfig {
-    /// Key of `hash` fields and of IP hashes (at least 32 bytes). Keep it
-    /// secret and stable: changing it breaks joins across the change.
-    pub hash_key: Option<String>,
-    /// The IP-hash salt is derived from the key and the current period of
-    /// this many hours, so one address hashes alike within a period (daily
-    /// unique visitors) and differently across periods (no long profile).
-    pub ip_salt_rotation_hours: u64,
-    /// Directory of per-user encryption keys (`encrypt` fields); deleting a
-    /// user's file forgets them. Relative to the configuration file.
-    pub user_keys_dir: Option<PathBuf>,
-    /// File of suppressed `userId`s / `anonymousId`s, one a line; re-read on
-    /// change and on SIGHUP. Relative to the configuration file.
-    pub suppression_file: Option<PathBuf>,
-    /// A compacted topic of suppressed ids, followed from its beginning
-    /// (see [`suppression_topic`]); with the file, both lists apply.
-    pub suppression_topic: Option<String>,
-}
-
-impl Default for PrivacyConfig {
-    fn default() -> Self {
-        Self {
-            hash_key: None,
-            ip_salt_rotation_hours: 24,
-            user_keys_dir: None,
-            suppression_file: None,
-            suppression_topic: None,
-        }
-    }
-}
-
-/// What happens to the client IP once geo has used it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum IpPolicy {
-    /// `context.ip` as resolved (the default, as before this setting).
-    #[default]
-    Keep,
-    /// The host part zeroed (last octet of IPv4, last 80 bits of IPv6).
-    Truncate,
-    /// `context.ip` removed; `context.ipHash` holds its keyed hash with the
-    /// period's salt.
-    Hash,
-    /// `context.ip` removed.
-    Drop,
-}
-
-/// A source's `[sources.privacy]`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct SourcePrivacy {
-    /// What happens to the client IP after geo.
-    pub ip: IpPolicy,
-    /// Apply the catalog's personal-data actions (on by default: the
-    /// catalog's owners declared them).
-    pub personal_data: bool,
-    /// Refuse events of suppressed users (on by default when a list exists).
-    pub suppression: bool,
-    /// Check consent against each event's purpose (off by default: backends
-    /// usually send no consent, and turning it on changes what is accepted).
-    pub consent: bool,
-}
-
-impl Default for SourcePrivacy {
-    fn default() -> Self {
-        Self { ip: IpPolicy::Keep, personal_data: true, suppression: true, consent: false }
-    }
-}
 
 /// Why the privacy settings cannot be used.
 #[derive(Debug, thiserror::Error)]

@@ -80,7 +80,7 @@ pub enum WireError {
 #[cfg(test)]
 impl WireError {
     /// The stable code it is answered with (`crate::error` decides it).
-    pub(crate) fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> crate::code::Code {
         crate::error::wire_code(self)
     }
 }

@@ -4,12 +4,14 @@
 //! duplicate keys and non-finite numbers builds the value. Each refusal has
 //! its own error code.
 
+use std::cell::Cell;
 use std::fmt;
 
 use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
 use super::WireError;
+use super::json_errors::{self as errors, Strictness};
 
 /// Longest number literal accepted; longer ones cannot be represented
 /// faithfully by any consumer anyway.
@@ -40,22 +42,10 @@ pub fn parse(body: &[u8], limits: JsonLimits) -> Result<Value, WireError> {
     scan(body, limits)?;
     // The scan capped nesting at `max_depth`, which configuration keeps
     // under serde_json's own recursion limit of 128.
+    let refusal = Cell::new(None);
     let mut de = serde_json::Deserializer::from_slice(body);
-    let value = StrictValue.deserialize(&mut de).and_then(|v| de.end().map(|()| v)).map_err(classify)?;
-    Ok(value)
-}
-
-fn classify(error: serde_json::Error) -> WireError {
-    let text = error.to_string();
-    if text.contains("duplicate key") {
-        WireError::DuplicateKey(text)
-    } else if text.contains("surrogate") || text.contains("unicode code point") || text.contains("hex escape") {
-        WireError::InvalidUnicodeEscape(text)
-    } else if text.contains("number out of range") || text.contains("not finite") {
-        WireError::NumberOutOfRange(text)
-    } else {
-        WireError::MalformedJson(text)
-    }
+    let parsed = StrictValue(&refusal).deserialize(&mut de).and_then(|v| de.end().map(|()| v));
+    parsed.map_err(|error| errors::classify(body, &error, refusal.take()))
 }
 
 /// Checks nesting depth, string length and number length in one pass over
@@ -151,17 +141,20 @@ fn check_number(literal: &[u8]) -> Result<(), WireError> {
     )))
 }
 
-/// Builds a `serde_json::Value`, refusing duplicate object keys.
-struct StrictValue;
+/// Builds a `serde_json::Value`, refusing duplicate object keys and
+/// non-finite numbers; why it refused is left in the cell, so the error is
+/// classified without reading serde_json's message.
+#[derive(Clone, Copy)]
+struct StrictValue<'a>(&'a Cell<Option<Strictness>>);
 
-impl<'de> DeserializeSeed<'de> for StrictValue {
+impl<'de> DeserializeSeed<'de> for StrictValue<'_> {
     type Value = Value;
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
         deserializer.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for StrictValue {
+impl<'de> Visitor<'de> for StrictValue<'_> {
     type Value = Value;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -177,7 +170,10 @@ impl<'de> Visitor<'de> for StrictValue {
         Ok(Value::Number(v.into()))
     }
     fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Value, E> {
-        Number::from_f64(v).map(Value::Number).ok_or_else(|| E::custom("number not finite"))
+        Number::from_f64(v).map(Value::Number).ok_or_else(|| {
+            self.0.set(Some(Strictness::NotFinite));
+            E::custom("number not finite")
+        })
     }
     fn visit_str<E>(self, v: &str) -> Result<Value, E> {
         Ok(Value::String(v.to_owned()))
@@ -193,7 +189,7 @@ impl<'de> Visitor<'de> for StrictValue {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
-        while let Some(item) = seq.next_element_seed(StrictValue)? {
+        while let Some(item) = seq.next_element_seed(self)? {
             items.push(item);
         }
         Ok(Value::Array(items))
@@ -202,9 +198,10 @@ impl<'de> Visitor<'de> for StrictValue {
         let mut object = Map::new();
         while let Some(key) = map.next_key::<String>()? {
             if object.contains_key(&key) {
+                self.0.set(Some(Strictness::DuplicateKey));
                 return Err(A::Error::custom(format!("duplicate key `{key}`")));
             }
-            let value = map.next_value_seed(StrictValue)?;
+            let value = map.next_value_seed(self)?;
             object.insert(key, value);
         }
         Ok(Value::Object(object))
@@ -218,11 +215,11 @@ mod tests {
     const LIMITS: JsonLimits = JsonLimits { max_depth: 4, max_string_bytes: 8 };
 
     fn code(body: &str) -> &'static str {
-        parse(body.as_bytes(), LIMITS).expect_err("refused").code()
+        parse(body.as_bytes(), LIMITS).expect_err("refused").code().as_str()
     }
 
     fn wide_code(body: &str) -> &'static str {
-        parse(body.as_bytes(), JsonLimits { max_depth: 4, max_string_bytes: 64 }).expect_err("refused").code()
+        parse(body.as_bytes(), JsonLimits { max_depth: 4, max_string_bytes: 64 }).expect_err("refused").code().as_str()
     }
 
     #[test]

@@ -6,6 +6,7 @@ mod batch;
 mod body;
 mod error;
 mod json;
+mod json_errors;
 
 pub use batch::{BatchRequest, decode_batch, decode_single};
 pub use body::{GZIP_MAGIC, UnreadBody, check_media_type, decode, gunzip, read_body};

@@ -12,7 +12,6 @@
 //! record answered before another was sent is in Kafka before it.
 
 pub mod cli;
-mod config;
 mod format;
 mod reader;
 mod replay;
@@ -23,7 +22,7 @@ mod writer;
 
 use std::path::Path;
 
-pub use config::SpoolConfig;
+pub use crate::config::spool::SpoolConfig;
 pub use format::{Damage, SEGMENT_HEADER, SpooledRecord, scan};
 pub use reader::{SegmentReader, read_segment};
 pub use sink::{SpoolSink, SpoolStatus};

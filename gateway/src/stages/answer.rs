@@ -1,16 +1,14 @@
-//! Turns verdicts and Kafka's acknowledgements into the answer: 200 with
-//! each event's outcome only when every produced record was acknowledged;
-//! otherwise one error for the whole request, so the client retries it.
+//! Answer: verdicts and the sink's acknowledgements → the 200 answer with
+//! each event's outcome (only once every produced record is stored; see
+//! [`super::produce`]), and the events counted in the metrics.
 
-use std::time::Duration;
-
-use futures::FutureExt;
 use serde::Serialize;
 
-use crate::error::ApiError;
+use super::Request;
+use super::produce::Produced;
+use crate::code::Code;
 use crate::pipeline::{Planned, Verdict};
-use crate::privacy::SUPPRESSED;
-use crate::sink::{Delivered, OutRecord, Sink, SinkError, Stored};
+use crate::sink::{Delivered, SinkError};
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
@@ -96,76 +94,51 @@ pub struct EventOutcome {
     pub errors: Vec<eventgw_schemas::SchemaViolation>,
 }
 
-/// Produces every record of `planned` at once and builds the answer;
-/// `spool`: whether the source lets its records go to the spool.
-pub async fn produce(
-    sink: &dyn Sink,
-    planned: Vec<Planned>,
-    deadline: Duration,
-    retry_after: u64,
-    spool: bool,
-) -> Result<BatchAnswer, ApiError> {
-    let mut planned = planned;
-    // Move each record out to the producer, leaving only its topic behind for
-    // the answer: payloads are never copied.
-    let records: Vec<OutRecord> = planned
-        .iter_mut()
-        .filter_map(|p| match &mut p.verdict {
-            Verdict::Accept(record) | Verdict::DeadLetter { record, .. } => {
-                let topic = record.topic.clone();
-                Some(std::mem::replace(
-                    record,
-                    OutRecord { topic, key: String::new(), payload: Vec::new(), headers: Vec::new() },
-                ))
-            }
-            Verdict::Reject { .. } | Verdict::Duplicate { .. } => None,
-        })
-        .collect();
-    let stored = if records.is_empty() {
-        Vec::new()
-    } else {
-        let stored = if spool {
-            sink.store_all(records, deadline)
-        } else {
-            let sent = sink.send_direct(records);
-            async move { sent.await.into_iter().map(|r| r.map(Stored::Kafka)).collect() }.boxed()
-        };
-        actix_web::rt::time::timeout(deadline, stored).await.map_err(|_| ApiError::KafkaUnavailable {
-            detail: "no acknowledgement before the request deadline".into(),
-            retry_after,
-        })?
-    };
-    if let Some(Err(SinkError::SpoolRefused(detail))) =
-        stored.iter().find(|r| matches!(r, Err(SinkError::SpoolRefused(_))))
-    {
-        return Err(ApiError::KafkaUnavailable { detail: detail.clone(), retry_after });
-    }
-    let spooled = events_where(&planned, &stored, Stored::Spooled);
-    let repeated = events_where(&planned, &stored, Stored::Duplicate);
-    let results: Vec<_> =
-        stored.into_iter().map(|r| r.map(|s| if let Stored::Kafka(d) = s { d } else { UNKNOWN_OFFSET })).collect();
-    if results.iter().any(|r| matches!(r, Err(SinkError::QueueFull))) {
-        return Err(ApiError::Backpressure { retry_after });
-    }
-    if let Some(Err(SinkError::Unavailable(detail))) =
-        results.iter().find(|r| matches!(r, Err(SinkError::Unavailable(_))))
-    {
-        return Err(ApiError::KafkaUnavailable { detail: detail.clone(), retry_after });
-    }
+/// The answer once every record is stored, its events counted in
+/// `eventgw_events_total` (and `eventgw_dead_letters_total`).
+pub fn events(request: &Request, produced: Produced) -> BatchAnswer {
+    let Produced { planned, results, spooled, repeated } = produced;
     let mut answer = assemble(planned, results.into_iter());
     mark_spooled(&mut answer, &spooled);
     mark_repeated(&mut answer, &repeated);
-    Ok(answer)
+    count_events(request, &answer);
+    answer
 }
 
-/// Where a spooled record will land is not known yet.
-const UNKNOWN_OFFSET: Delivered = Delivered { partition: -1, offset: -1 };
+/// Counts a strict source's refused batch: nothing of it is produced, so
+/// every event counts as rejected, whatever the preview says it would have
+/// been.
+pub fn count_refused_batch(request: &Request, events: usize) {
+    let count = u64::try_from(events).unwrap_or(u64::MAX);
+    request.state.metrics.events.with_label_values(&[request.endpoint, "rejected", "none"]).inc_by(count);
+}
 
-/// Indexes of the events whose record was stored as `how` (records are in
-/// the order of the events that produce one).
-fn events_where(planned: &[Planned], stored: &[Result<Stored, SinkError>], how: Stored) -> Vec<usize> {
-    let produced = planned.iter().enumerate().filter(|(_, p)| p.verdict.is_produced());
-    produced.zip(stored).filter(|(_, s)| matches!(s, Ok(s) if *s == how)).map(|((index, _), _)| index).collect()
+/// Counts a request's events with one counter update per distinct label
+/// set, not one per event: a batch of 500 mostly shares one.
+fn count_events(request: &Request, answer: &BatchAnswer) {
+    let mut events: Vec<((&str, &str), u64)> = Vec::new();
+    let mut dead: Vec<(&str, u64)> = Vec::new();
+    for event in &answer.events {
+        let labels = (event.status.as_str(), event.topic.as_deref().unwrap_or("none"));
+        bump(&mut events, labels);
+        if let (EventStatus::Invalid, Some(code)) = (event.status, event.code) {
+            bump(&mut dead, code);
+        }
+    }
+    let metrics = &request.state.metrics;
+    for ((status, topic), n) in events {
+        metrics.events.with_label_values(&[request.endpoint, status, topic]).inc_by(n);
+    }
+    for (code, n) in dead {
+        metrics.dead_letters.with_label_values(&[code]).inc_by(n);
+    }
+}
+
+fn bump<K: PartialEq>(counts: &mut Vec<(K, u64)>, key: K) {
+    match counts.iter_mut().find(|(k, _)| *k == key) {
+        Some((_, n)) => *n += 1,
+        None => counts.push((key, 1)),
+    }
 }
 
 /// An accepted event whose `messageId` was already stored (a client's
@@ -175,7 +148,7 @@ fn mark_repeated(answer: &mut BatchAnswer, repeated: &[usize]) {
     for &index in repeated {
         if let Some(event) = answer.events.get_mut(index).filter(|e| e.status == EventStatus::Accepted) {
             event.status = EventStatus::Duplicate;
-            event.code = Some("duplicate_message_id");
+            event.code = Some(Code::DuplicateMessageId.as_str());
             event.message =
                 Some("an event with this `messageId` from this source was already stored: not stored again".into());
             answer.accepted -= 1;
@@ -234,7 +207,7 @@ fn assemble(planned: Vec<Planned>, mut results: impl Iterator<Item = Result<Deli
         match (p.verdict, delivered) {
             (_, Some(Err(_))) => {
                 outcome.status = EventStatus::Rejected;
-                outcome.code = Some("event_too_large");
+                outcome.code = Some(Code::EventTooLarge.as_str());
                 outcome.message = Some("the event is larger than Kafka accepts".into());
             }
             (Verdict::Accept(record), _) => outcome.topic = Some(record.topic),
@@ -246,13 +219,13 @@ fn assemble(planned: Vec<Planned>, mut results: impl Iterator<Item = Result<Deli
                 outcome.errors = errors;
             }
             (Verdict::Reject { code, message }, _) => {
-                outcome.status = if code == SUPPRESSED { EventStatus::Suppressed } else { EventStatus::Rejected };
-                outcome.code = Some(code);
+                outcome.status = if code == Code::Suppressed { EventStatus::Suppressed } else { EventStatus::Rejected };
+                outcome.code = Some(code.as_str());
                 outcome.message = Some(message);
             }
             (Verdict::Duplicate { first }, _) => {
                 outcome.status = EventStatus::Duplicate;
-                outcome.code = Some("duplicate_message_id");
+                outcome.code = Some(Code::DuplicateMessageId.as_str());
                 outcome.message = Some(format!("the same `messageId` as event {first} of this request: stored once"));
             }
         }
@@ -270,34 +243,5 @@ fn assemble(planned: Vec<Planned>, mut results: impl Iterator<Item = Result<Deli
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn each_status_is_answered_by_the_same_name_as_before() {
-        for (status, name) in [
-            (EventStatus::Accepted, "accepted"),
-            (EventStatus::Invalid, "invalid"),
-            (EventStatus::Rejected, "rejected"),
-            (EventStatus::Duplicate, "duplicate"),
-            (EventStatus::Spooled, "spooled"),
-            (EventStatus::Suppressed, "suppressed"),
-        ] {
-            assert_eq!(serde_json::to_string(&status).expect("serialises"), format!("\"{name}\""));
-            assert_eq!(status.as_str(), name);
-        }
-        let outcome = EventOutcome {
-            index: 2,
-            message_id: Some("m".into()),
-            status: EventStatus::Invalid,
-            topic: Some("t".into()),
-            code: Some("schema_violation"),
-            message: Some("why".into()),
-            errors: Vec::new(),
-        };
-        assert_eq!(
-            serde_json::to_string(&outcome).expect("serialises"),
-            r#"{"index":2,"messageId":"m","status":"invalid","topic":"t","code":"schema_violation","message":"why"}"#
-        );
-    }
-}
+#[path = "answer_tests.rs"]
+mod tests;

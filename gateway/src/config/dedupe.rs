@@ -4,6 +4,10 @@
 
 use serde::Deserialize;
 
+/// Fewest ids the memory store holds: one per slice of its window
+/// (`dedupe::memory::SLICES`; a test keeps the two equal).
+pub const MIN_MAX_IDS: usize = 16;
+
 /// Where the ids of stored events are remembered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -78,8 +82,8 @@ impl DedupeConfig {
         if self.window_secs == 0 {
             return Err(("dedupe.window_secs", "must be above 0".into()));
         }
-        if self.max_ids < super::memory::SLICES {
-            return Err(("dedupe.max_ids", format!("must be at least {}", super::memory::SLICES)));
+        if self.max_ids < MIN_MAX_IDS {
+            return Err(("dedupe.max_ids", format!("must be at least {MIN_MAX_IDS}")));
         }
         if self.store_timeout_ms == 0 {
             return Err(("dedupe.store_timeout_ms", "must be above 0".into()));
@@ -107,10 +111,15 @@ mod tests {
     }
 
     #[test]
+    fn the_least_max_ids_is_one_per_memory_slice() {
+        assert_eq!(MIN_MAX_IDS, crate::dedupe::memory::SLICES);
+    }
+
+    #[test]
     fn max_ids_is_checked_at_exactly_one_per_slice() {
-        let at = DedupeConfig { max_ids: super::super::memory::SLICES, ..enabled() };
+        let at = DedupeConfig { max_ids: MIN_MAX_IDS, ..enabled() };
         assert_eq!(at.check(), Ok(()));
-        let below = DedupeConfig { max_ids: super::super::memory::SLICES - 1, ..enabled() };
+        let below = DedupeConfig { max_ids: MIN_MAX_IDS - 1, ..enabled() };
         assert_eq!(below.check().map_err(|(key, _)| key), Err("dedupe.max_ids"));
     }
 

@@ -1,0 +1,46 @@
+//! The `[quotas]` section: rates and bursts of the source, subject, IP,
+//! global and authentication-failure limiters.
+
+use serde::Deserialize;
+
+/// A rate with a burst, as configured.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rate {
+    /// Sustained cells per second (may be below 1: 0.001 is one per 1000 s).
+    pub per_second: f64,
+    /// Cells available at once.
+    pub burst: u32,
+}
+
+/// Which quotas apply; a missing one is unlimited.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuotaConfig {
+    /// Events per source.
+    pub source: Option<Rate>,
+    /// Events per JWT subject.
+    pub subject: Option<Rate>,
+    /// Requests per client IP.
+    pub ip: Option<Rate>,
+    /// Events for the whole gateway instance (the global quota divided by
+    /// the number of instances).
+    pub global: Option<Rate>,
+    /// Failed authentications per client IP before it is locked out.
+    pub auth_failures: Option<Rate>,
+    /// How often idle limiter state is dropped.
+    #[serde(default = "default_cleanup_secs")]
+    pub cleanup_interval_secs: u64,
+}
+
+fn default_cleanup_secs() -> u64 {
+    60
+}
+
+impl Rate {
+    /// Seconds in which the whole burst refills: the window of the
+    /// `RateLimit-Policy` header.
+    pub fn window_secs(&self) -> u64 {
+        (f64::from(self.burst) / self.per_second).ceil().max(1.0) as u64
+    }
+}

@@ -1,0 +1,55 @@
+//! Each event gets its verdict from the request's context; a strict
+//! source's batch is refused whole, and counted as rejected.
+
+use actix_web::test::TestRequest;
+use serde_json::json;
+
+use super::*;
+use crate::pipeline::Verdict;
+use crate::stages::authenticate;
+use crate::stages::testing::state;
+
+fn order(id: &str) -> serde_json::Value {
+    json!({"type": "track", "event": "Order Completed", "userId": "u-1",
+        "properties": {"order_id": id, "total": 1, "currency": "EUR"}})
+}
+
+fn batch(events: Vec<serde_json::Value>) -> BatchRequest {
+    BatchRequest { events, sent_at: None, write_key: None }
+}
+
+#[actix_web::test]
+async fn every_event_gets_its_verdict_in_order() {
+    let (state, _) = state(|_| {});
+    let req = TestRequest::default().to_http_request();
+    let request = Request::new(&req, &state, "batch");
+    let principal = authenticate::principal(&request, &req, Some("demo-write-key")).expect("principal");
+    let events = vec![order("o-1"), json!({"type": "nonsense"}), json!([1])];
+    let planned = events_of(&request, &principal, events);
+    assert!(matches!(&planned[0].verdict, Verdict::Accept(record) if record.key == "o-1"), "{:?}", planned[0]);
+    assert!(matches!(planned[1].verdict, Verdict::Reject { code: crate::code::Code::InvalidType, .. }));
+    assert!(matches!(planned[2].verdict, Verdict::Reject { code: crate::code::Code::EventNotObject, .. }));
+}
+
+fn events_of(request: &Request, principal: &Principal, events: Vec<serde_json::Value>) -> Vec<Planned> {
+    super::events(request, principal, batch(events)).expect("admitted")
+}
+
+#[actix_web::test]
+async fn a_strict_source_refuses_the_whole_batch_and_counts_it_rejected() {
+    let (state, _) = state(|_| {});
+    let req = TestRequest::default().to_http_request();
+    let request = Request::new(&req, &state, "batch");
+    let principal = authenticate::principal(&request, &req, Some("billing-backend-key")).expect("principal");
+    assert!(principal.source.strict, "dev.toml's billing-backend is strict");
+    let accepted = events_of(&request, &principal, vec![order("o-2")]);
+    assert!(matches!(accepted[0].verdict, Verdict::Accept(_)));
+    let refused =
+        super::events(&request, &principal, batch(vec![order("o-3"), json!({"type": "track", "event": "Nope"})]))
+            .expect_err("strict");
+    let ApiError::BatchRejected(count, outcomes) = &refused else { panic!("{refused:?}") };
+    assert_eq!((*count, outcomes.len()), (1, 2));
+    assert_eq!(outcomes[1].code, Some("unknown_event"));
+    let rejected = state.metrics.events.with_label_values(&["batch", "rejected", "none"]).get();
+    assert_eq!(rejected, 2, "every event of a refused batch counts as rejected");
+}

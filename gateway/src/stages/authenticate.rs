@@ -1,0 +1,73 @@
+//! Authenticate: the request's credentials → one [`Principal`]. The
+//! `Authorization` header is checked before the body is read (so refused
+//! requests cost no body); a `writeKey` in the body (beacons cannot set
+//! headers) or in the URL (the pixel, RudderStack's beacon path) after.
+//! Every failure counts against the client's address (`quotas.auth_failures`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use actix_web::http::header::HeaderMap;
+use actix_web::{HttpMessage, HttpRequest, web};
+
+use super::Request;
+use crate::auth::{self, Authenticated, Principal};
+use crate::error::ApiError;
+
+/// Refuses an address locked out for failing authentication too often.
+pub fn not_locked_out(request: &Request) -> Result<(), ApiError> {
+    Ok(request.auth.check_locked_out(request.client.ip)?)
+}
+
+/// The principal of the `Authorization` header, if it has one, kept in
+/// `request` for [`principal`].
+pub async fn header(request: &mut Request<'_>, headers: &HeaderMap) -> Result<(), ApiError> {
+    let credentials = auth::header_credentials(headers).inspect_err(|_| request.failed_authentication())?;
+    if let Some(credentials) = credentials {
+        let principal =
+            request.auth.authenticate(credentials).await.inspect_err(|_| request.failed_authentication())?;
+        request.header = Some(principal);
+    }
+    Ok(())
+}
+
+/// Who the request speaks for, from every credential it carries: the
+/// header's principal, `body_key` and the URL's `writeKey`. It is left in
+/// the request's extensions for the CORS middleware.
+pub fn principal(request: &Request, req: &HttpRequest, body_key: Option<&str>) -> Result<Principal, ApiError> {
+    let url_key = url_write_key(req);
+    let principal = identify(request, body_key, url_key.as_deref()).inspect_err(|_| request.failed_authentication())?;
+    req.extensions_mut().insert(Authenticated(Arc::clone(&principal.source)));
+    Ok(principal)
+}
+
+/// Every key present must name the same source, else
+/// `conflicting_write_keys`; a key in a URL must belong to a source whose
+/// key may travel there, else `key_not_allowed_in_url`.
+fn identify(request: &Request, body_key: Option<&str>, url_key: Option<&str>) -> Result<Principal, ApiError> {
+    let mut principal = request.header.clone();
+    for (key, place) in [(body_key, "body"), (url_key, "URL")] {
+        let Some(key) = key else { continue };
+        let found = request.auth.by_write_key(key);
+        if place == "URL" && found.as_ref().is_ok_and(|p| !p.source.key_in_url) {
+            return Err(ApiError::KeyNotAllowedInUrl);
+        }
+        match (&principal, found) {
+            (None, found) => principal = Some(found?),
+            (Some(held), Ok(other)) if held.source.id == other.source.id => {}
+            (Some(_), _) => return Err(ApiError::ConflictingWriteKeys(place)),
+        }
+    }
+    principal.ok_or(ApiError::MissingCredentials)
+}
+
+/// The `writeKey` query parameter, if the URL has one.
+pub fn url_write_key(req: &HttpRequest) -> Option<String> {
+    web::Query::<HashMap<String, String>>::from_query(req.query_string())
+        .ok()
+        .and_then(|query| query.into_inner().remove("writeKey"))
+}
+
+#[cfg(test)]
+#[path = "authenticate_tests.rs"]
+mod tests;

@@ -1,0 +1,104 @@
+//! The request path, one module per stage, in the order every ingestion
+//! handler (`api/batch.rs`, `api/pixel.rs`) calls them:
+//!
+//! 1. [`charge::capacity`]: refused with 503 while the producer queue is
+//!    above its high-water mark, before any work;
+//! 2. [`authenticate::not_locked_out`], [`charge::request`] (the per-IP
+//!    request quota) and [`authenticate::header`]: what can be refused
+//!    before the body is read;
+//! 3. [`decode`]: bytes → batch, within every configured limit;
+//! 4. [`authenticate::principal`]: every credential of the request → one
+//!    principal;
+//! 5. [`charge::events`]: the events charged to the quotas, all or nothing;
+//! 6. [`admit`]: each event validated, enriched and routed (the per-event
+//!    steps live in [`crate::pipeline`]), a strict source's batch refused whole;
+//! 7. [`produce`]: every record handed to the sink at once;
+//! 8. [`answer`]: the per-event outcomes, counted in the metrics.
+//!
+//! A stage takes the [`Request`] built once when the request arrives, and
+//! returns an [`ApiError`] (the one place statuses are decided) or what the
+//! next stage needs.
+
+pub mod admit;
+pub mod answer;
+pub mod authenticate;
+pub mod charge;
+pub mod decode;
+pub mod produce;
+
+use std::sync::Arc;
+
+use actix_web::HttpRequest;
+
+use crate::AppState;
+use crate::auth::{AuthState, Principal};
+use crate::enrich::ClientInfo;
+use crate::enrichment::RequestFacts;
+#[cfg(doc)]
+use crate::error::ApiError;
+
+/// What every stage of one request shares, built once when it arrives.
+pub struct Request<'s> {
+    /// The gateway's state.
+    pub state: &'s AppState,
+    /// The `endpoint` label of the request's metrics (`batch`, `track`, ...,
+    /// `pixel`).
+    pub endpoint: &'static str,
+    /// The client's IP and user agent.
+    pub client: ClientInfo,
+    /// The full client IP and client hints, for enrichment.
+    pub facts: RequestFacts,
+    /// The authentication state this request uses from start to end, even
+    /// if a reload swaps in another meanwhile.
+    pub auth: Arc<AuthState>,
+    /// The principal of the `Authorization` header, once
+    /// [`authenticate::header`] found one.
+    pub header: Option<Principal>,
+}
+
+impl<'s> Request<'s> {
+    /// The context of `req`, arriving at `endpoint`.
+    pub fn new(req: &HttpRequest, state: &'s AppState, endpoint: &'static str) -> Self {
+        Self {
+            state,
+            endpoint,
+            client: state.clients.resolve(req),
+            facts: state.edge.facts(req),
+            auth: state.auth.load_full(),
+            header: None,
+        }
+    }
+
+    /// Counts a failed authentication against the client's address (see
+    /// `quotas.auth_failures`).
+    fn failed_authentication(&self) {
+        self.auth.quotas.record_auth_failure(self.client.ip);
+    }
+}
+
+/// The dev configuration's gateway over a [`crate::sink::MemorySink`], for
+/// the stages' unit tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::sync::Arc;
+
+    use crate::AppState;
+    use crate::config::Config;
+    use crate::sink::MemorySink;
+
+    /// The dev configuration, changed by `edit`, and its sink.
+    pub fn state(edit: impl FnOnce(&mut Config)) -> (AppState, Arc<MemorySink>) {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/dev.toml");
+        let mut config = Config::load_with_env(&path, std::iter::empty()).expect("dev config");
+        edit(&mut config);
+        let sink = Arc::new(MemorySink::default());
+        let state = AppState::new(config, Arc::clone(&sink) as Arc<dyn crate::sink::Sink>).expect("state");
+        (state, sink)
+    }
+
+    /// `Basic` credentials of `key`.
+    pub fn basic(key: &str) -> String {
+        use base64::Engine;
+        format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{key}:")))
+    }
+}
