@@ -152,7 +152,9 @@ fn case(label: &str, on: &Setup<'_>, off: &Setup<'_>, rounds: usize, templates: 
     for _ in 0..runs {
         let a = time(on, rounds, templates, batch);
         let b = time(off, rounds, templates, batch);
-        (ons.push(a), offs.push(b), diffs.push(a - b));
+        ons.push(a);
+        offs.push(b);
+        diffs.push(a - b);
     }
     let spread = |v: &mut Vec<f64>| {
         let m = median(v);
