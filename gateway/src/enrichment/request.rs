@@ -1,7 +1,9 @@
 //! One request's enrichment and privacy: what the whole request shares
-//! (the client's geo, its user agent's profile, the IP salt, user keys) is
-//! computed once and reused by every event; each event then only copies
-//! small objects into its `context` and applies its catalog's actions.
+//! (the client's geo, its user agent's profile, the IP texts and salt, user
+//! keys) is computed once and reused by every event; each event then only
+//! records which fragments its `context` gets ([`ContextSplice`], written
+//! into the record as pre-serialised JSON) and applies its catalog's
+//! actions.
 
 use std::borrow::Cow;
 use std::cell::{OnceCell, RefCell};
@@ -17,10 +19,10 @@ use super::device::Profile;
 use super::geo::Place;
 use super::splice::{ContextSplice, Fragment};
 use super::{BotPolicy, Edge, RequestFacts, SourceEdge};
-use crate::enrich::{ClientInfo, anonymize};
+use crate::enrich::ClientInfo;
+use crate::privacy::IpPolicy;
 use crate::privacy::consent::{self, Consent};
 use crate::privacy::personal::PersonalData;
-use crate::privacy::{IpPolicy, hash_ip};
 use crate::sink::OutRecord;
 use crate::telemetry::Metrics;
 
@@ -239,64 +241,6 @@ impl<'a> EdgeRequest<'a> {
         }
     }
 
-    /// The full address behind `ip` as written in `context.ip`.
-    fn full_ip(&self, ip: IpAddr) -> IpAddr {
-        match self.facts.full_ip {
-            Some(full) if self.client.ip == Some(ip) => full,
-            _ => ip,
-        }
-    }
-
-    /// Whether `ip` is the request's own (full) address, whose texts are
-    /// made once per request.
-    fn is_own(&self, ip: IpAddr) -> bool {
-        self.facts.full_ip.or(self.client.ip) == Some(ip)
-    }
-
-    /// `ip` as text: the request's own address once per request.
-    pub fn ip_text<'r>(&'r self, ip: IpAddr) -> Fragment<'r> {
-        if self.client.ip == Some(ip) {
-            return Fragment::Text(Cow::Borrowed(self.own_ip_text.get_or_init(|| ip.to_string())));
-        }
-        Fragment::Text(Cow::Owned(ip.to_string()))
-    }
-
-    fn truncated<'r>(&'r self, full: IpAddr) -> Fragment<'r> {
-        if self.is_own(full) {
-            return Fragment::Text(Cow::Borrowed(self.own_truncated.get_or_init(|| anonymize(full).to_string())));
-        }
-        Fragment::Text(Cow::Owned(anonymize(full).to_string()))
-    }
-
-    /// The keyed hash of `full` (a keyed HMAC: a microsecond, so the
-    /// request's own address is hashed once per request).
-    fn ip_hash<'r>(&'r self, full: IpAddr) -> Option<Fragment<'r>> {
-        let salt = self.salt.get_or_init(|| self.edge.privacy.ip_salt(self.unix_secs)).as_deref()?;
-        if self.is_own(full) {
-            return Some(Fragment::Text(Cow::Borrowed(self.own_ip_hash.get_or_init(|| hash_ip(salt, full)))));
-        }
-        Some(Fragment::Text(Cow::Owned(hash_ip(salt, full))))
-    }
-
-    fn apply_ip_policy(&self, context: &mut Map<String, Value>, full: IpAddr) {
-        match self.settings.privacy.ip {
-            IpPolicy::Keep => {}
-            IpPolicy::Truncate => {
-                context.insert("ip".into(), Value::String(anonymize(full).to_string()));
-            }
-            IpPolicy::Hash => {
-                context.remove("ip");
-                let salt = self.salt.get_or_init(|| self.edge.privacy.ip_salt(self.unix_secs));
-                if let Some(salt) = salt {
-                    context.insert("ipHash".into(), Value::String(hash_ip(salt, full)));
-                }
-            }
-            IpPolicy::Drop => {
-                context.remove("ip");
-            }
-        }
-    }
-
     /// The geo of `ip`: the request's own address once per request, any
     /// other (reported by a server SDK) from the shared cache. Counted per
     /// event.
@@ -396,6 +340,7 @@ impl<'a> EdgeRequest<'a> {
     }
 }
 
+mod ip;
 #[cfg(test)]
 mod reference;
 
