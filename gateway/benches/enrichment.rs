@@ -1,9 +1,13 @@
-//! The cost per event of geo + device + bot enrichment, printed in
-//! nanoseconds: a request's set-up, each event's enrichment and the
-//! request's metrics, timed over copies of the event made beforehand (so
-//! copying is not counted). `cargo bench -p eventgw --bench enrichment`
-//! measures; under `cargo test` (no `--bench` argument) it runs one round
-//! only, to prove it still works. The geo database is the one the tests build.
+//! The cost per event of enrichment, printed in nanoseconds: each event's
+//! enrich step (`receivedAt`, `timestamp`, `context.ip`/`userAgent`, then
+//! geo + device + bot and the IP policy) and the writing of its record
+//! value, plus the request's set-up and metrics, timed over copies of the
+//! event made beforehand (so copying is not counted). Every case runs with
+//! geo + device + bot on and off (the same source otherwise), so the
+//! difference is what they cost. `cargo bench -p eventgw --bench
+//! enrichment` measures; under `cargo test` (no `--bench` argument) it runs
+//! one round only, to prove it still works. The geo database is the one
+//! the tests build.
 
 #[path = "../tests/support/edge.rs"]
 mod edge;
@@ -11,16 +15,19 @@ mod edge;
 mod mmdb;
 
 use std::hint::black_box;
-
-use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue};
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Instant;
 
+use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue};
+use gateway::AppState;
+use gateway::auth::Principal;
 use gateway::enrich::ClientInfo;
 use gateway::enrichment::device::ClientHints;
 use gateway::enrichment::request::EdgeRequest;
-use gateway::enrichment::{BotPolicy, Edge, RequestFacts};
-use gateway::telemetry::Metrics;
+use gateway::enrichment::{BotPolicy, RequestFacts};
+use gateway::pipeline::{Admission, EventTime, format_time};
+use gateway::sink::MemorySink;
 use serde_json::{Map, Value, json};
 
 /// The gateway's own allocator (`main.rs`), so the figures are the ones it pays.
@@ -36,52 +43,89 @@ const AGENTS: [&str; 4] = [
     "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
 ];
 
-/// Events enriched per timed round: their copies are made before the
-/// clock starts, so only enrichment is timed. Rounds are short (about a
-/// millisecond), so on a shared machine most run without being preempted,
-/// and the median round is the machine's own speed, not its load.
-const ROUND: usize = 200;
+/// Events per timed round: their copies are made before the clock starts.
+/// Rounds are short (well under a millisecond), so on a shared machine
+/// most run without being preempted and the median round is the
+/// machine's own speed, not its load.
+const ROUND: usize = 100;
+/// Runs per figure (on and off interleaved); each run is the median of
+/// its rounds, and a figure is the median run with the runs' spread.
+const RUNS: usize = 7;
 
 /// What every timed request shares.
 #[derive(Clone, Copy)]
 struct Setup<'a> {
-    edge: &'a Edge,
-    catalog: &'a eventgw_schemas::Catalog,
+    state: &'a AppState,
+    principal: &'a Principal,
     facts: &'a RequestFacts,
     client: &'a ClientInfo,
-    metrics: &'a Metrics,
 }
 
 /// Nanoseconds per event (median of `rounds` rounds) of enriching
 /// [`ROUND`] copies of `templates` (in turn) in requests of `per_request`
-/// events: a request's set-up, each event's `finish` and the request's
-/// metrics flush.
+/// events: a request's set-up, each event's enrich step and record value,
+/// and the request's metrics flush.
 fn time(setup: &Setup<'_>, rounds: usize, templates: &[Map<String, Value>], per_request: usize) -> f64 {
+    let state = setup.state;
+    let source = &setup.principal.source;
+    let received_at = chrono::DateTime::from_timestamp(1_700_000_000, 0).expect("time");
+    let received_at_text = format_time(received_at);
+    let time = EventTime { timestamp: received_at, flag: None };
+    let schema_ids = state.schema_ids.load();
     let mut per_event = Vec::with_capacity(rounds);
     for round in 0..=rounds {
         let mut events: Vec<Map<String, Value>> = (0..ROUND).map(|i| templates[i % templates.len()].clone()).collect();
         let started = Instant::now();
-        for request in events.chunks_mut(per_request) {
-            let edge = EdgeRequest::new(setup.edge, setup.catalog, "demo", setup.facts, setup.client, 1_700_000_000);
+        while !events.is_empty() {
+            let request = events.split_off(events.len().saturating_sub(per_request));
+            let edge =
+                EdgeRequest::new(&state.edge, &state.catalog, &source.id, setup.facts, setup.client, 1_700_000_000);
+            let admission = Admission {
+                catalog: &state.catalog,
+                source,
+                kafka: &state.config.kafka,
+                received_at,
+                received_at_text: &received_at_text,
+                sent_at: None,
+                auth_method: "write-key",
+                subject: None,
+                client: setup.client,
+                clients: &state.clients,
+                max_event_bytes: state.config.limits.max_event_bytes,
+                metrics: &state.metrics,
+                schema_ids: &schema_ids,
+                edge: &edge,
+            };
             for event in request {
-                black_box(edge.finish("Page Viewed", None, event));
+                black_box(admission.enriched_payload("Page Viewed", event, &time, None));
             }
-            edge.flush(setup.metrics);
+            edge.flush(&state.metrics);
         }
         let elapsed = started.elapsed();
         // The first round warms the caches, as a running gateway's are.
         if round > 0 {
             per_event.push(elapsed.as_nanos() as f64 / ROUND as f64);
         }
-        black_box(events);
     }
-    per_event.sort_by(f64::total_cmp);
-    per_event[per_event.len() / 2]
+    median(&mut per_event)
 }
 
-fn event(ip: &str, agent: &str) -> Map<String, Value> {
-    let event = json!({"type": "page", "anonymousId": "a-1", "properties": {"url": "https://shop.example/", "path": "/"},
-                       "context": {"ip": ip, "userAgent": agent, "library": {"name": "eventgw-sdk-js", "version": "0.1.0"}}});
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// A page view as a browser SDK sends it (after the envelope step);
+/// `forwarded` adds the `context.ip` and `userAgent` a server SDK forwards.
+fn event(forwarded: Option<(&str, &str)>) -> Map<String, Value> {
+    let mut event = json!({"type": "page", "messageId": "0193a0b4-6c1e-7cc2-9d0e-5f3c2a1b4d5e", "anonymousId": "a-1",
+        "timestamp": "2024-11-14T22:13:19.512Z", "properties": {"url": "https://shop.example/", "path": "/"},
+        "context": {"library": {"name": "eventgw-sdk-js", "version": "0.1.0"}, "locale": "en-US",
+                    "page": {"path": "/", "title": "Shop", "url": "https://shop.example/"}}});
+    if let Some((ip, agent)) = forwarded {
+        event["context"]["ip"] = json!(ip);
+        event["context"]["userAgent"] = json!(agent);
+    }
     match event {
         Value::Object(map) => map,
         _ => unreachable!("an object literal"),
@@ -101,37 +145,61 @@ fn chrome_hints() -> HeaderMap {
     headers
 }
 
+/// One case: on and off interleaved over [`RUNS`] runs.
+fn case(label: &str, on: &Setup<'_>, off: &Setup<'_>, rounds: usize, templates: &[Map<String, Value>], batch: usize) {
+    let runs = if rounds > 1 { RUNS } else { 1 };
+    let (mut ons, mut offs, mut diffs) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..runs {
+        let a = time(on, rounds, templates, batch);
+        let b = time(off, rounds, templates, batch);
+        ons.push(a);
+        offs.push(b);
+        diffs.push(a - b);
+    }
+    let spread = |v: &mut Vec<f64>| {
+        let m = median(v);
+        format!("{m:>6.0} ({:>5.0}-{:<5.0})", v[0], v[v.len() - 1])
+    };
+    println!("{label:<44} {} {} {}", spread(&mut ons), spread(&mut offs), spread(&mut diffs));
+}
+
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let files = edge::files();
     let mut config = edge::config("127.0.0.1:1", &files);
+    let mut plain = edge::extra_source(&config, "plain", "plain-write-key");
+    (plain.enrichment.geo, plain.enrichment.device, plain.enrichment.bots) = (false, false, BotPolicy::Off);
     let source = &mut config.sources[0].enrichment;
     (source.geo, source.device, source.bots) = (true, true, BotPolicy::Label);
-    let catalog = eventgw_schemas::loader::load_catalog(&config.catalog.dir).expect("catalog");
-    let edge = Edge::new(&config).expect("edge");
+    config.sources.push(plain);
+    let state = AppState::new(config, Arc::new(MemorySink::default())).expect("state");
+    let auth = state.auth.load();
+    let (demo, plain) =
+        (auth.by_write_key("demo-write-key").expect("demo"), auth.by_write_key("plain-write-key").expect("plain"));
     let ip: IpAddr = "203.0.113.9".parse().expect("ip");
     let client = ClientInfo { ip: Some(ip), user_agent: Some(CHROME.into()) };
     let facts = RequestFacts::default();
-    let template = event("203.0.113.9", CHROME);
+    let on = Setup { state: &state, principal: &demo, facts: &facts, client: &client };
+    let off = Setup { principal: &plain, ..on };
+    let rounds = if full { 400 } else { 1 };
 
-    let metrics = Metrics::new();
-    let setup = Setup { edge: &edge, catalog: &catalog, facts: &facts, client: &client, metrics: &metrics };
-    let rounds = if full { 1_000 } else { 1 };
-
-    println!("geo + device + bot cost per event ({})", if full { "measured" } else { "smoke run, not a measurement" });
-    for batch in [1usize, 10, 100] {
-        let per_event = time(&setup, rounds, std::slice::from_ref(&template), batch);
-        println!("{:<58} {per_event:>8.0} ns", format!("one device, {batch} events per request"));
+    let runs = if full { RUNS } else { 1 };
+    println!(
+        "enrichment cost per event in ns, median of {runs} runs (min-max) ({})",
+        if full { "measured" } else { "smoke run, not a measurement" }
+    );
+    println!("{:<44} {:>19} {:>19} {:>19}", "case", "geo+device+bot on", "off", "on - off");
+    let browser = [event(None)];
+    for batch in [1usize, 100] {
+        case(&format!("one device, {batch} events per request"), &on, &off, rounds, &browser, batch);
     }
-    let mixed: Vec<Map<String, Value>> =
-        (0..12).map(|i| event(["203.0.113.9", "198.51.100.7", "2001:db8::1"][i % 3], AGENTS[i % 4])).collect();
     let hinted = RequestFacts { full_ip: None, hints: Some(ClientHints::from_headers(&chrome_hints())) };
-    let with_hints = Setup { facts: &hinted, ..setup };
-    let per_event = time(&with_hints, rounds, std::slice::from_ref(&template), 1);
-    println!("{:<58} {per_event:>8.0} ns", "one device with client hints, 1 event per request");
-    let per_event = time(&setup, rounds, &mixed, 1);
-    println!("{:<58} {per_event:>8.0} ns", "4 agents x 3 addresses mixed, 1 event per request");
-    let per_event = time(&setup, rounds, &mixed, 100);
-    println!("{:<58} {per_event:>8.0} ns", "4 agents x 3 addresses mixed, 100 events per request");
+    let (on_hints, off_hints) = (Setup { facts: &hinted, ..on }, Setup { facts: &hinted, ..off });
+    case("one device with client hints, 1 per request", &on_hints, &off_hints, rounds, &browser, 1);
+    let mixed: Vec<Map<String, Value>> =
+        (0..12).map(|i| event(Some((["203.0.113.9", "198.51.100.7", "2001:db8::1"][i % 3], AGENTS[i % 4])))).collect();
+    for batch in [1usize, 100] {
+        case(&format!("4 agents x 3 addresses, {batch} per request"), &on, &off, rounds, &mixed, batch);
+    }
     let _ = std::fs::remove_dir_all(&files.dir);
 }

@@ -3,10 +3,14 @@
 //! (`Sec-CH-UA-*`) where Chromium sends them: its reduced user agent
 //! freezes the OS version and model, the hints do not.
 
+use std::sync::Arc;
+
 use actix_web::http::header::HeaderMap;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::bots::{self, Bot};
+use super::splice::shared_json;
 
 /// The `Sec-CH-UA-*` headers of a request, as sent.
 #[derive(Debug, Clone, Default)]
@@ -79,6 +83,11 @@ pub struct Profile {
     pub agent: Map<String, Value>,
     /// Set when the agent is a crawler or a headless browser.
     pub bot: Option<Bot>,
+    /// `agent` as compact JSON, serialised once per profile and spliced as
+    /// is into every record of this user agent.
+    pub agent_json: Arc<RawValue>,
+    /// `context.bot` (`{name, category}`) as compact JSON, when a bot.
+    pub bot_json: Option<Arc<RawValue>>,
 }
 
 /// Parses `agent`; `hints` are the request's own, applied only when
@@ -124,7 +133,10 @@ pub fn profile(parser: &woothee::parser::Parser, agent: &str, hints: Option<&Cli
     if bot.is_some() {
         out.insert("deviceClass".into(), Value::String("bot".into()));
     }
-    Profile { agent: out, bot }
+    let agent_json = shared_json(&Value::Object(out.clone()));
+    let bot_json =
+        bot.as_ref().map(|bot| shared_json(&serde_json::json!({"name": bot.name, "category": bot.category})));
+    Profile { agent: out, bot, agent_json, bot_json }
 }
 
 /// woothee's names are `&'static str` from its dataset, except for a few

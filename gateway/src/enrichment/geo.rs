@@ -12,9 +12,11 @@ use std::time::SystemTime;
 use arc_swap::ArcSwapOption;
 use maxminddb::Reader;
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::cache::BoundedCache;
+use super::splice::shared_json;
 
 /// `[geo]`.
 #[derive(Debug, Clone, Deserialize)]
@@ -74,8 +76,9 @@ struct Location<'a> {
     time_zone: Option<&'a str>,
 }
 
-/// One address's `context.geo`, shared by every event that carries it.
-pub type Place = Arc<Map<String, Value>>;
+/// One address's `context.geo` as compact JSON, serialised once when it is
+/// looked up and spliced as is into every record that carries it.
+pub type Place = Arc<RawValue>;
 
 /// Addresses whose place is cached per generation (see [`BoundedCache`]):
 /// a visitor sends several requests; at about half a kilobyte a place,
@@ -151,7 +154,7 @@ impl GeoDb {
         if let Some(cached) = readers.places.get(&ip) {
             return cached;
         }
-        let place = readers.find(ip).map(Arc::new);
+        let place = readers.find(ip).map(|fields| shared_json(&Value::Object(fields)));
         readers.places.insert(ip, place.clone());
         place
     }

@@ -10,6 +10,7 @@ pub mod cache;
 pub mod device;
 pub mod geo;
 pub mod request;
+pub mod splice;
 
 use std::collections::HashMap;
 use std::net::IpAddr;

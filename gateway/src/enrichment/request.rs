@@ -1,7 +1,9 @@
 //! One request's enrichment and privacy: what the whole request shares
-//! (the client's geo, its user agent's profile, the IP salt, user keys) is
-//! computed once and reused by every event; each event then only copies
-//! small objects into its `context` and applies its catalog's actions.
+//! (the client's geo, its user agent's profile, the IP texts and salt, user
+//! keys) is computed once and reused by every event; each event then only
+//! records which fragments its `context` gets ([`ContextSplice`], written
+//! into the record as pre-serialised JSON) and applies its catalog's
+//! actions.
 
 use std::borrow::Cow;
 use std::cell::{OnceCell, RefCell};
@@ -11,12 +13,16 @@ use std::sync::Arc;
 use eventgw_schemas::{Catalog, PersonalAction, Rollout};
 use serde_json::{Map, Value};
 
+use serde_json::value::RawValue;
+
 use super::device::Profile;
+use super::geo::Place;
+use super::splice::{ContextSplice, Fragment};
 use super::{BotPolicy, Edge, RequestFacts, SourceEdge};
-use crate::enrich::{ClientInfo, anonymize};
+use crate::enrich::ClientInfo;
+use crate::privacy::IpPolicy;
 use crate::privacy::consent::{self, Consent};
 use crate::privacy::personal::PersonalData;
-use crate::privacy::{IpPolicy, hash_ip};
 use crate::sink::OutRecord;
 use crate::telemetry::Metrics;
 
@@ -55,7 +61,20 @@ fn bump<K: PartialEq>(counts: &mut Vec<(K, u64)>, key: K) {
     }
 }
 
-use super::geo::Place;
+/// A profile's JSON `field` as a fragment: borrowed from the request's own
+/// profile, shared with the cache otherwise.
+fn shared<'r>(
+    profile: &Cow<'r, Arc<Profile>>,
+    field: impl Fn(&Profile) -> Option<&Arc<RawValue>>,
+) -> Option<Fragment<'r>> {
+    match profile {
+        Cow::Borrowed(own) => {
+            let own: &'r Arc<Profile> = own;
+            field(own).map(|json| Fragment::Json(json))
+        }
+        Cow::Owned(other) => field(other).map(|json| Fragment::Shared(Arc::clone(json))),
+    }
+}
 
 /// Enrichment and privacy for the events of one request.
 pub struct EdgeRequest<'a> {
@@ -71,6 +90,11 @@ pub struct EdgeRequest<'a> {
     own_place: OnceCell<Option<Place>>,
     /// The profile of the request's own user agent, likewise.
     own_profile: OnceCell<Arc<Profile>>,
+    /// The request's own address as text, truncated, and hashed: once per
+    /// request, not per event.
+    own_ip_text: OnceCell<String>,
+    own_truncated: OnceCell<String>,
+    own_ip_hash: OnceCell<String>,
     personal: PersonalData<'a>,
     counts: RefCell<Counts>,
 }
@@ -100,6 +124,9 @@ impl<'a> EdgeRequest<'a> {
             salt: OnceCell::new(),
             own_place: OnceCell::new(),
             own_profile: OnceCell::new(),
+            own_ip_text: OnceCell::new(),
+            own_truncated: OnceCell::new(),
+            own_ip_hash: OnceCell::new(),
             personal,
             counts: RefCell::default(),
         }
@@ -144,27 +171,45 @@ impl<'a> EdgeRequest<'a> {
 
     /// Geo, device and bot into `context`, then the IP policy and the
     /// catalog's personal-data actions; `consent_warning` becomes a header.
-    pub fn finish(&self, name: &str, consent_warning: Option<String>, event: &mut Map<String, Value>) -> Marks {
+    /// What goes into `context` is recorded in `splice`, not copied into
+    /// the event: [`ContextSplice::write`] writes the record.
+    pub fn finish<'r>(
+        &'r self,
+        name: &str,
+        consent_warning: Option<String>,
+        event: &mut Map<String, Value>,
+        splice: &mut ContextSplice<'r>,
+    ) -> Marks {
         let mut marks = Marks::default();
         if let Some(warning) = consent_warning {
             marks.headers.push(("consent-warning", warning));
         }
         if let Some(Value::Object(context)) = event.get_mut("context") {
-            self.client_context(context, &mut marks);
+            self.client_context(context, splice, &mut marks);
         }
-        self.personal_data(name, event);
+        self.personal_data(name, event, Some(splice));
         marks
     }
 
-    fn client_context(&self, context: &mut Map<String, Value>, marks: &mut Marks) {
+    fn client_context<'r>(
+        &'r self,
+        context: &mut Map<String, Value>,
+        splice: &mut ContextSplice<'r>,
+        marks: &mut Marks,
+    ) {
         let enrichment = &self.settings.enrichment;
         let wanted = enrichment.device || enrichment.bots != BotPolicy::Off;
-        if wanted && let Some(profile) = context.get("userAgent").and_then(Value::as_str).map(|ua| self.profile(ua)) {
-            if enrichment.device && !context.contains_key("agent") {
-                context.insert("agent".into(), Value::Object(profile.agent.clone()));
+        if wanted && let Some(profile) = splice.text(context, "userAgent").map(|ua| self.profile(ua)) {
+            if enrichment.device
+                && !splice.contains(context, "agent")
+                && let Some(agent) = shared(&profile, |p| Some(&p.agent_json))
+            {
+                splice.set(context, "agent", agent);
             }
-            if let (Some(bot), true) = (&profile.bot, enrichment.bots != BotPolicy::Off) {
-                context.insert("bot".into(), serde_json::json!({"name": bot.name, "category": bot.category}));
+            if let (Some(bot), Some(json), true) =
+                (&profile.bot, shared(&profile, |p| p.bot_json.as_ref()), enrichment.bots != BotPolicy::Off)
+            {
+                splice.set(context, "bot", json);
                 marks.headers.push(("bot", bot.name.to_owned()));
                 bump(&mut self.counts.borrow_mut().bots, bot.name);
                 if enrichment.bots == BotPolicy::Route {
@@ -172,53 +217,39 @@ impl<'a> EdgeRequest<'a> {
                 }
             }
         }
-        let Some(ip) = context.get("ip").and_then(Value::as_str).and_then(|s| s.parse::<IpAddr>().ok()) else {
-            return;
-        };
         // The pipeline wrote the (possibly anonymised) request address;
         // geo and the policy below work from the full one.
-        let full = match self.facts.full_ip {
-            Some(full) if self.client.ip == Some(ip) => full,
-            _ => ip,
-        };
+        let Some(ip) = splice.ip else { return };
+        let full = self.full_ip(ip);
         if enrichment.geo
             && self.edge.geo.is_some()
-            && !context.contains_key("geo")
+            && !splice.contains(context, "geo")
             && let Some(place) = self.place(full)
         {
-            context.insert("geo".into(), Value::Object((*place).clone()));
+            splice.set(context, "geo", place);
         }
-        self.apply_ip_policy(context, full);
-    }
-
-    fn apply_ip_policy(&self, context: &mut Map<String, Value>, full: IpAddr) {
         match self.settings.privacy.ip {
             IpPolicy::Keep => {}
-            IpPolicy::Truncate => {
-                context.insert("ip".into(), Value::String(anonymize(full).to_string()));
-            }
+            IpPolicy::Truncate => splice.set(context, "ip", self.truncated(full)),
             IpPolicy::Hash => {
-                context.remove("ip");
-                let salt = self.salt.get_or_init(|| self.edge.privacy.ip_salt(self.unix_secs));
-                if let Some(salt) = salt {
-                    context.insert("ipHash".into(), Value::String(hash_ip(salt, full)));
+                splice.remove(context, "ip");
+                if let Some(hash) = self.ip_hash(full) {
+                    splice.set(context, "ipHash", hash);
                 }
             }
-            IpPolicy::Drop => {
-                context.remove("ip");
-            }
+            IpPolicy::Drop => splice.remove(context, "ip"),
         }
     }
 
     /// The geo of `ip`: the request's own address once per request, any
     /// other (reported by a server SDK) from the shared cache. Counted per
     /// event.
-    fn place(&self, ip: IpAddr) -> Option<Place> {
+    fn place<'r>(&'r self, ip: IpAddr) -> Option<Fragment<'r>> {
         let geo = self.edge.geo.as_ref()?;
-        let place = if self.facts.full_ip.or(self.client.ip) == Some(ip) {
-            self.own_place.get_or_init(|| geo.lookup(ip)).clone()
+        let place = if self.is_own(ip) {
+            self.own_place.get_or_init(|| geo.lookup(ip)).as_deref().map(Fragment::Json)
         } else {
-            geo.lookup(ip)
+            geo.lookup(ip).map(Fragment::Shared)
         };
         self.counts.borrow_mut().geo[usize::from(place.is_none())] += 1;
         place
@@ -226,19 +257,27 @@ impl<'a> EdgeRequest<'a> {
 
     /// The profile of `agent`: the request's own user agent (with its
     /// client hints) once per request, any other from the shared cache.
-    fn profile(&self, agent: &str) -> Arc<Profile> {
+    fn profile<'r>(&'r self, agent: &str) -> Cow<'r, Arc<Profile>> {
         if self.client.user_agent.as_deref() == Some(agent) {
             let own = || self.edge.profile(agent, self.facts.hints.as_ref());
-            return Arc::clone(self.own_profile.get_or_init(own));
+            return Cow::Borrowed(self.own_profile.get_or_init(own));
         }
-        self.edge.profile(agent, None)
+        Cow::Owned(self.edge.profile(agent, None))
     }
 
-    fn personal_data(&self, name: &str, event: &mut Map<String, Value>) {
+    /// The catalog's personal-data actions. They work on the map: an event
+    /// whose actions reach into `context` gets its splice written into it
+    /// first (rare; catalogs mark fields of `properties` and `traits`).
+    fn personal_data(&self, name: &str, event: &mut Map<String, Value>, splice: Option<&mut ContextSplice<'_>>) {
         if !self.settings.privacy.personal_data {
             return;
         }
         let Some(fields) = self.catalog.event(name).map(|e| e.personal()).filter(|f| !f.is_empty()) else { return };
+        if let (Some(splice), Some(Value::Object(context))) = (splice, event.get_mut("context"))
+            && fields.iter().any(|f| f.segments.first().is_some_and(|s| s == "context"))
+        {
+            splice.materialize(context);
+        }
         let done = self.personal.apply(fields, event).unwrap_or_else(|error| {
             // The key store failed: nothing personal may pass in clear.
             tracing::error!(%error, "User key store failed; redacting the event's encrypted fields");
@@ -275,7 +314,7 @@ impl<'a> EdgeRequest<'a> {
                 }
             }
             if let Some(name) = name {
-                self.personal_data(name, map);
+                self.personal_data(name, map, None);
             }
         }
         Cow::Owned(copy)
@@ -300,6 +339,10 @@ impl<'a> EdgeRequest<'a> {
         }
     }
 }
+
+mod ip;
+#[cfg(test)]
+mod reference;
 
 /// The catalog name of an event as received, as the pipeline routes it.
 fn event_name(event: &Value) -> Option<&str> {

@@ -2,10 +2,14 @@
 //! place. Everything added here is bounded, so a record is at most the
 //! client's event (`limits.max_event_bytes`) plus [`MAX_ENRICHMENT_BYTES`].
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 use super::Admission;
 use super::clock::{EventTime, format_time};
+use crate::enrichment::request::Marks;
+use crate::enrichment::splice::{ContextSplice, Fragment};
 
 /// What enrichment may add to one event at most: `receivedAt`, the corrected
 /// `timestamp`, a generated `messageId`, `context.ip` and `context.userAgent`
@@ -14,10 +18,34 @@ use super::clock::{EventTime, format_time};
 /// plus this is refused (`event_too_large`), so no request is amplified.
 pub const MAX_ENRICHMENT_BYTES: usize = 2048;
 
+/// The record buffer's first size: most tracking events fit, so most
+/// records are written without growing it.
+const RECORD_CAPACITY: usize = 1024;
+
 impl Admission<'_> {
+    /// The record value of a valid event (before any registry framing) and
+    /// what else enrichment marks on its record: the event enriched and
+    /// serialised in one pass.
+    pub fn enriched_payload(
+        &self,
+        name: &str,
+        mut event: Map<String, Value>,
+        time: &EventTime,
+        consent_warning: Option<String>,
+    ) -> (Vec<u8>, Marks) {
+        #[cfg(test)]
+        if tests::REFERENCE.get() {
+            return tests::reference_payload(self, name, event, time, consent_warning);
+        }
+        let mut splice = ContextSplice::default();
+        self.enrich(&mut event, time, &mut splice);
+        let marks = self.edge.finish(name, consent_warning, &mut event, &mut splice);
+        (splice.write(&event, RECORD_CAPACITY), marks)
+    }
+
     /// Adds `receivedAt`, the corrected `timestamp` (keeping the device's as
     /// `originalTimestamp`) and the client context.
-    pub(super) fn enrich(&self, event: &mut Map<String, Value>, time: &EventTime) {
+    fn enrich<'r>(&'r self, event: &mut Map<String, Value>, time: &EventTime, splice: &mut ContextSplice<'r>) {
         event.insert("receivedAt".into(), Value::String(self.received_at_text.to_owned()));
         if let Some(device) = event.remove("timestamp")
             && !event.contains_key("originalTimestamp")
@@ -25,28 +53,33 @@ impl Admission<'_> {
             event.insert("originalTimestamp".into(), device);
         }
         event.insert("timestamp".into(), Value::String(format_time(time.timestamp)));
-        self.enrich_context(event);
+        self.enrich_context(event, splice);
     }
 
     /// `context.ip` and `context.userAgent`, unless the client reported its
     /// own (server SDKs forward their users'); the anonymise setting applies
     /// to both. `context` is an object or absent here (the envelope step
-    /// dead-letters any other).
-    fn enrich_context(&self, event: &mut Map<String, Value>) {
-        let context = event.entry("context").or_insert_with(|| Value::Object(Map::new()));
-        let Some(context) = context.as_object_mut() else { return };
+    /// dead-letters any other). Both go into `splice`, not the map.
+    fn enrich_context<'r>(&'r self, event: &mut Map<String, Value>, splice: &mut ContextSplice<'r>) {
+        if !event.contains_key("context") {
+            event.insert("context".into(), Value::Object(Map::new()));
+        }
+        let Some(Value::Object(context)) = event.get("context") else { return };
         let reported = context.get("ip").and_then(Value::as_str).and_then(|s| s.parse::<std::net::IpAddr>().ok());
-        match (reported, self.client.ip) {
-            (Some(ip), _) => {
-                context.insert("ip".into(), Value::String(self.clients.reported_ip(ip).to_string()));
-            }
-            (None, Some(ip)) => {
-                context.insert("ip".into(), Value::String(ip.to_string()));
-            }
-            (None, None) => {}
+        let ip = match (reported, self.client.ip) {
+            (Some(ip), _) => Some(self.clients.reported_ip(ip)),
+            (None, own) => own,
+        };
+        if let Some(ip) = ip {
+            splice.set(context, "ip", self.edge.ip_text(ip));
+            splice.ip = Some(ip);
         }
         if let (None, Some(agent)) = (context.get("userAgent"), &self.client.user_agent) {
-            context.insert("userAgent".into(), Value::String(agent.clone()));
+            splice.set(context, "userAgent", Fragment::Text(Cow::Borrowed(agent)));
         }
     }
 }
+
+#[cfg(test)]
+#[path = "enrichment_tests.rs"]
+mod tests;

@@ -222,10 +222,9 @@ impl Admission<'_> {
         time: &EventTime,
         consent_warning: Option<String>,
     ) -> Verdict {
-        let Value::Object(mut map) = event else { unreachable!("admit builds the event as an object") };
-        self.enrich(&mut map, time);
-        let marks = self.edge.finish(&route.name, consent_warning, &mut map);
-        let mut record = self.record(route, message_id, Value::Object(map), time.flag);
+        let Value::Object(map) = event else { unreachable!("admit builds the event as an object") };
+        let (payload, marks) = self.enriched_payload(&route.name, map, time, consent_warning);
+        let mut record = self.record(route, message_id, payload, time.flag);
         marks.apply(&mut record);
         let bound = self.max_event_bytes + MAX_ENRICHMENT_BYTES;
         if record.payload.len() > bound {

@@ -27,13 +27,13 @@ impl Admission<'_> {
         headers
     }
 
-    /// The record of an accepted event; `time_flag` says why its timestamp
-    /// was not corrected, if it was not.
+    /// The record of an accepted event, `payload` its enriched JSON;
+    /// `time_flag` says why its timestamp was not corrected, if it was not.
     pub(super) fn record(
         &self,
         route: &Route,
         message_id: &str,
-        event: Value,
+        payload: Vec<u8>,
         time_flag: Option<&'static str>,
     ) -> OutRecord {
         let mut headers = self.headers(message_id, Some(route));
@@ -43,7 +43,7 @@ impl Admission<'_> {
         OutRecord {
             topic: route.topic.clone(),
             key: route.key.clone(),
-            payload: self.schema_ids.payload(&route.schema, &route.version, event.to_string().into_bytes()),
+            payload: self.schema_ids.payload(&route.schema, &route.version, payload),
             headers,
         }
     }

@@ -1,0 +1,74 @@
+//! The client address of a request's events: as text, truncated or
+//! hashed per the source's policy; for the request's own address each
+//! once per request (a keyed hash costs about a microsecond), for an
+//! address a server SDK forwarded once per event.
+
+use std::borrow::Cow;
+use std::net::IpAddr;
+
+use serde_json::{Map, Value};
+
+use super::EdgeRequest;
+use crate::enrich::anonymize;
+use crate::enrichment::splice::Fragment;
+use crate::privacy::{IpPolicy, hash_ip};
+
+impl EdgeRequest<'_> {
+    /// The full address behind `ip` as written in `context.ip`.
+    pub(super) fn full_ip(&self, ip: IpAddr) -> IpAddr {
+        match self.facts.full_ip {
+            Some(full) if self.client.ip == Some(ip) => full,
+            _ => ip,
+        }
+    }
+
+    /// Whether `ip` is the request's own (full) address, whose texts are
+    /// made once per request.
+    pub(super) fn is_own(&self, ip: IpAddr) -> bool {
+        self.facts.full_ip.or(self.client.ip) == Some(ip)
+    }
+
+    /// `ip` as text: the request's own address once per request.
+    pub fn ip_text<'r>(&'r self, ip: IpAddr) -> Fragment<'r> {
+        if self.client.ip == Some(ip) {
+            return Fragment::Text(Cow::Borrowed(self.own_ip_text.get_or_init(|| ip.to_string())));
+        }
+        Fragment::Text(Cow::Owned(ip.to_string()))
+    }
+
+    pub(super) fn truncated<'r>(&'r self, full: IpAddr) -> Fragment<'r> {
+        if self.is_own(full) {
+            return Fragment::Text(Cow::Borrowed(self.own_truncated.get_or_init(|| anonymize(full).to_string())));
+        }
+        Fragment::Text(Cow::Owned(anonymize(full).to_string()))
+    }
+
+    /// The keyed hash of `full` (a keyed HMAC: a microsecond, so the
+    /// request's own address is hashed once per request).
+    pub(super) fn ip_hash<'r>(&'r self, full: IpAddr) -> Option<Fragment<'r>> {
+        let salt = self.salt.get_or_init(|| self.edge.privacy.ip_salt(self.unix_secs)).as_deref()?;
+        if self.is_own(full) {
+            return Some(Fragment::Text(Cow::Borrowed(self.own_ip_hash.get_or_init(|| hash_ip(salt, full)))));
+        }
+        Some(Fragment::Text(Cow::Owned(hash_ip(salt, full))))
+    }
+
+    pub(super) fn apply_ip_policy(&self, context: &mut Map<String, Value>, full: IpAddr) {
+        match self.settings.privacy.ip {
+            IpPolicy::Keep => {}
+            IpPolicy::Truncate => {
+                context.insert("ip".into(), Value::String(anonymize(full).to_string()));
+            }
+            IpPolicy::Hash => {
+                context.remove("ip");
+                let salt = self.salt.get_or_init(|| self.edge.privacy.ip_salt(self.unix_secs));
+                if let Some(salt) = salt {
+                    context.insert("ipHash".into(), Value::String(hash_ip(salt, full)));
+                }
+            }
+            IpPolicy::Drop => {
+                context.remove("ip");
+            }
+        }
+    }
+}

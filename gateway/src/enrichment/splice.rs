@@ -1,0 +1,299 @@
+//! The client context of one event as enrichment leaves it, without
+//! copying into every event what its request shares. What enrichment adds
+//! to `context` (`ip`, `userAgent`, `agent`, `bot`, `geo`, `ipHash`) is
+//! kept beside the event's own map as fragments: text borrowed from the
+//! request, or JSON serialised once per place and per user agent
+//! ([`RawValue`]). The record is written from the map and the fragments in
+//! one pass, byte for byte what inserting the same values into the map and
+//! serialising it would give. With `preserve_order`, a `serde_json` map is
+//! an `IndexMap` whose `insert` keeps an existing key's place and whose
+//! `remove` is a swap-remove; [`ContextSplice`] reproduces both.
+
+use std::borrow::Cow;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+/// A value enrichment puts in `context`.
+#[derive(Debug, Clone)]
+pub enum Fragment<'r> {
+    /// A string, escaped when written.
+    Text(Cow<'r, str>),
+    /// JSON kept by the request (its own address's place, its own agent).
+    Json(&'r RawValue),
+    /// JSON kept by a cache shared across requests.
+    Shared(Arc<RawValue>),
+}
+
+impl Fragment<'_> {
+    fn to_value(&self) -> Value {
+        match self {
+            Self::Text(text) => Value::String(text.clone().into_owned()),
+            // A fragment's text is JSON (RawValue checked it).
+            Self::Json(raw) => serde_json::from_str(raw.get()).unwrap_or(Value::Null),
+            Self::Shared(raw) => serde_json::from_str(raw.get()).unwrap_or(Value::Null),
+        }
+    }
+
+    fn as_str(&self) -> Option<&str> {
+        match self {
+            Self::Text(text) => Some(text),
+            Self::Json(_) | Self::Shared(_) => None,
+        }
+    }
+}
+
+impl Serialize for Fragment<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Text(text) => serializer.serialize_str(text),
+            Self::Json(raw) => raw.serialize(serializer),
+            Self::Shared(raw) => raw.serialize(serializer),
+        }
+    }
+}
+
+/// `value` as compact JSON, to be shared by the records that carry it.
+pub fn shared_json(value: &Value) -> Arc<RawValue> {
+    // A `Value`'s own text is JSON, so the check cannot fail.
+    let raw = RawValue::from_string(value.to_string()).unwrap_or_else(|_| unreachable!("a Value serialises to JSON"));
+    Arc::from(raw)
+}
+
+/// One entry enrichment wrote: its key and value.
+#[derive(Debug, Clone)]
+struct Entry<'r> {
+    key: &'static str,
+    value: Fragment<'r>,
+}
+
+/// Keys enrichment may write into `context`: at most six entries are ever
+/// added, and at most three of the client's entries replaced, so both fit
+/// in fixed arrays and an event's splice allocates nothing.
+const MAX_ADDED: usize = 6;
+const MAX_REPLACED: usize = 3;
+
+/// A list of at most `N` items kept inline.
+#[derive(Debug)]
+struct Inline<T, const N: usize> {
+    items: [Option<T>; N],
+    len: usize,
+}
+
+impl<T, const N: usize> Default for Inline<T, N> {
+    fn default() -> Self {
+        Self { items: std::array::from_fn(|_| None), len: 0 }
+    }
+}
+
+impl<T, const N: usize> Inline<T, N> {
+    fn iter(&self) -> impl Iterator<Item = &T> {
+        self.items[..self.len].iter().flatten()
+    }
+
+    fn position(&self, found: impl Fn(&T) -> bool) -> Option<usize> {
+        self.items[..self.len].iter().position(|item| item.as_ref().is_some_and(&found))
+    }
+
+    fn get_mut(&mut self, index: usize) -> Option<&mut T> {
+        self.items.get_mut(index)?.as_mut()
+    }
+
+    fn push(&mut self, item: T) {
+        // The callers write a closed set of keys, fewer than `N`; a slot
+        // past it would be a bug, and dropping the item is safer than a panic.
+        debug_assert!(self.len < N, "more splice entries than keys enrichment writes");
+        if let Some(slot) = self.items.get_mut(self.len) {
+            *slot = Some(item);
+            self.len += 1;
+        }
+    }
+
+    fn pop(&mut self) -> Option<T> {
+        self.len = self.len.checked_sub(1)?;
+        self.items[self.len].take()
+    }
+
+    /// Removes item `index`, the last one taking its place.
+    fn swap_remove(&mut self, index: usize) {
+        let last = self.pop();
+        if index < self.len {
+            self.items[index] = last;
+        }
+    }
+
+    fn clear(&mut self) {
+        self.items.iter_mut().for_each(|item| *item = None);
+        self.len = 0;
+    }
+}
+
+/// What enrichment did to one event's `context`: entries of the client's
+/// map it replaced (in place, or, after a removal, by another entry) and
+/// entries it added after the client's, in order.
+#[derive(Debug, Default)]
+pub struct ContextSplice<'r> {
+    /// By the client's key: the entry now in that key's place.
+    replaced: Inline<(&'static str, Entry<'r>), MAX_REPLACED>,
+    /// Entries after the client's.
+    added: Inline<Entry<'r>, MAX_ADDED>,
+    /// The address enrichment wrote as `context.ip`, if it wrote one.
+    pub ip: Option<IpAddr>,
+}
+
+impl<'r> ContextSplice<'r> {
+    /// Whether nothing was added or replaced.
+    pub fn is_empty(&self) -> bool {
+        self.replaced.len == 0 && self.added.len == 0
+    }
+
+    /// Where the client's `key` is: `None` when the client sent none or a
+    /// removal put another entry in its place.
+    fn client_has(&self, context: &Map<String, Value>, key: &str) -> bool {
+        context.contains_key(key) && !self.replaced.iter().any(|(at, entry)| *at == key && entry.key != key)
+    }
+
+    /// Whether `context` holds `key` now.
+    pub fn contains(&self, context: &Map<String, Value>, key: &str) -> bool {
+        self.added.iter().any(|e| e.key == key)
+            || self.replaced.iter().any(|(_, e)| e.key == key)
+            || self.client_has(context, key)
+    }
+
+    /// `context[key]` now, when it is a string.
+    pub fn text<'s>(&'s self, context: &'s Map<String, Value>, key: &str) -> Option<&'s str> {
+        if let Some(entry) = self.added.iter().chain(self.replaced.iter().map(|(_, e)| e)).find(|e| e.key == key) {
+            return entry.value.as_str();
+        }
+        if self.client_has(context, key) { context.get(key).and_then(Value::as_str) } else { None }
+    }
+
+    /// `context.insert(key, value)`: in the key's place if present, last otherwise.
+    pub fn set(&mut self, context: &Map<String, Value>, key: &'static str, value: Fragment<'r>) {
+        let added = self.added.position(|e| e.key == key);
+        if let Some(entry) = added.and_then(|i| self.added.get_mut(i)) {
+            entry.value = value;
+            return;
+        }
+        let replaced = self.replaced.position(|(_, e)| e.key == key);
+        if let Some((_, entry)) = replaced.and_then(|i| self.replaced.get_mut(i)) {
+            entry.value = value;
+            return;
+        }
+        if self.client_has(context, key) {
+            self.replaced.push((key, Entry { key, value }));
+        } else {
+            self.added.push(Entry { key, value });
+        }
+    }
+
+    /// `context.remove(key)`, a swap-remove: the last entry takes its place.
+    pub fn remove(&mut self, context: &mut Map<String, Value>, key: &'static str) {
+        if let Some(index) = self.added.position(|e| e.key == key) {
+            self.added.swap_remove(index);
+            return;
+        }
+        // The client's key whose place holds `key` now.
+        let at = match self.replaced.iter().find(|(_, e)| e.key == key) {
+            Some((at, _)) => *at,
+            None if self.client_has(context, key) => key,
+            None => return,
+        };
+        let index = self.replaced.position(|(k, _)| *k == at);
+        match (self.added.pop(), index) {
+            (Some(last), Some(index)) => {
+                if let Some(slot) = self.replaced.get_mut(index) {
+                    slot.1 = last;
+                }
+            }
+            (Some(last), None) => self.replaced.push((at, last)),
+            (None, index) => {
+                // Nothing was added: the client's last entry takes the
+                // place, as in the map.
+                if let Some(index) = index {
+                    self.replaced.swap_remove(index);
+                }
+                context.remove(at);
+            }
+        }
+    }
+
+    /// Writes the fragments into `context` as values, leaving the splice
+    /// empty: for the rare event whose personal-data actions reach into
+    /// `context`, which then work on the map as it would be.
+    pub fn materialize(&mut self, context: &mut Map<String, Value>) {
+        if self.is_empty() {
+            return;
+        }
+        let client = std::mem::take(context);
+        for (key, value) in client {
+            match self.replaced.iter().find(|(at, _)| *at == key) {
+                Some((_, entry)) => context.insert(entry.key.to_owned(), entry.value.to_value()),
+                None => context.insert(key, value),
+            };
+        }
+        for entry in self.added.iter() {
+            context.insert(entry.key.to_owned(), entry.value.to_value());
+        }
+        self.replaced.clear();
+        self.added.clear();
+    }
+
+    /// The record text of `event`, whose `context` this splice belongs to.
+    pub fn write(&self, event: &Map<String, Value>, capacity: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(capacity);
+        // Writing JSON into a vector cannot fail: keys are strings.
+        let _ = serde_json::to_writer(&mut out, &Spliced { event, splice: self });
+        out
+    }
+}
+
+/// An event with its context's splice, serialised as one.
+struct Spliced<'a, 'r> {
+    event: &'a Map<String, Value>,
+    splice: &'a ContextSplice<'r>,
+}
+
+impl Serialize for Spliced<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.event.len()))?;
+        for (key, value) in self.event {
+            match value {
+                Value::Object(context) if key == "context" => {
+                    map.serialize_entry(key, &Context { context, splice: self.splice })?;
+                }
+                _ => map.serialize_entry(key, value)?,
+            }
+        }
+        map.end()
+    }
+}
+
+/// `context` as enrichment left it.
+struct Context<'a, 'r> {
+    context: &'a Map<String, Value>,
+    splice: &'a ContextSplice<'r>,
+}
+
+impl Serialize for Context<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in self.context {
+            match self.splice.replaced.iter().find(|(at, _)| at == key) {
+                Some((_, entry)) => map.serialize_entry(entry.key, &entry.value)?,
+                None => map.serialize_entry(key, value)?,
+            }
+        }
+        for entry in self.splice.added.iter() {
+            map.serialize_entry(entry.key, &entry.value)?;
+        }
+        map.end()
+    }
+}
+
+#[cfg(test)]
+#[path = "splice_tests.rs"]
+mod tests;

@@ -1,0 +1,94 @@
+//! [`ContextSplice`] against the map it stands for: any sequence of
+//! inserts and removals on any client context writes the same bytes as the
+//! same operations on a `serde_json` map, and answers `contains` and
+//! `text` alike along the way.
+
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::*;
+
+const KEYS: [&str; 7] = ["ip", "userAgent", "agent", "bot", "geo", "ipHash", "locale"];
+
+#[derive(Debug, Clone)]
+enum Op {
+    Set(usize, u8),
+    Remove(usize),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![(0..KEYS.len(), any::<u8>()).prop_map(|(k, v)| Op::Set(k, v)), (0..KEYS.len()).prop_map(Op::Remove)]
+}
+
+/// A client context: some of the keys (and others) in any order.
+fn context() -> impl Strategy<Value = Map<String, Value>> {
+    proptest::collection::vec((0..KEYS.len() + 2, any::<u8>()), 0..8).prop_map(|entries| {
+        let mut map = Map::new();
+        for (key, value) in entries {
+            let key = KEYS.get(key).map_or_else(|| format!("other{key}"), |k| (*k).to_owned());
+            map.insert(key, json!(value));
+        }
+        map
+    })
+}
+
+proptest! {
+    #[test]
+    fn a_splice_writes_what_the_map_would(client in context(), ops in proptest::collection::vec(op(), 0..10)) {
+        let mut map = client.clone();
+        let mut spliced = client;
+        let mut splice = ContextSplice::default();
+        for op in ops {
+            // The pipeline stays within the splice's room (six keys, three
+            // of them replaceable); random sequences may not.
+            if splice.added.len == MAX_ADDED || splice.replaced.len == MAX_REPLACED {
+                continue;
+            }
+            match op {
+                Op::Set(key, value) => {
+                    map.insert(KEYS[key].to_owned(), Value::String(value.to_string()));
+                    splice.set(&spliced, KEYS[key], Fragment::Text(Cow::Owned(value.to_string())));
+                }
+                Op::Remove(key) => {
+                    map.remove(KEYS[key]);
+                    splice.remove(&mut spliced, KEYS[key]);
+                }
+            }
+            for key in KEYS {
+                prop_assert_eq!(splice.contains(&spliced, key), map.contains_key(key), "contains {}", key);
+                prop_assert_eq!(splice.text(&spliced, key), map.get(key).and_then(Value::as_str), "text {}", key);
+            }
+        }
+        let event = |context: Map<String, Value>| {
+            let mut event = Map::new();
+            event.insert("type".into(), json!("page"));
+            event.insert("context".into(), Value::Object(context));
+            event.insert("after".into(), json!(1));
+            event
+        };
+        let expected = Value::Object(event(map.clone())).to_string();
+        let written = splice.write(&event(spliced.clone()), 0);
+        prop_assert_eq!(String::from_utf8_lossy(&written), expected.as_str());
+        splice.materialize(&mut spliced);
+        prop_assert!(splice.is_empty());
+        prop_assert_eq!(Value::Object(spliced).to_string(), Value::Object(map).to_string());
+    }
+}
+
+#[test]
+fn fragments_are_written_as_their_json() {
+    let shared = shared_json(&json!({"city": "Lyon", "asn": 64501}));
+    let mut context = Map::new();
+    context.insert("ip".into(), json!("203.0.113.9"));
+    let mut splice = ContextSplice::default();
+    splice.set(&context, "geo", Fragment::Shared(shared));
+    splice.set(&context, "userAgent", Fragment::Text(Cow::Borrowed("a \"quoted\" agent")));
+    splice.remove(&mut context, "ip");
+    let mut event = Map::new();
+    event.insert("context".into(), Value::Object(context));
+    let written = splice.write(&event, 0);
+    assert_eq!(
+        String::from_utf8_lossy(&written),
+        r#"{"context":{"userAgent":"a \"quoted\" agent","geo":{"city":"Lyon","asn":64501}}}"#
+    );
+}
