@@ -17,7 +17,12 @@ fn ids(n: usize, uuid: bool) -> Vec<Reservation> {
             } else {
                 format!("lt-{i}-{}", uuid::Uuid::from_u128(i as u128).simple())
             };
-            Reservation { id: EventId { source: "demo".into(), message_id }, fingerprint: 7, token: 1 }
+            Reservation {
+                id: EventId { source: "demo".into(), message_id },
+                fingerprint: 7,
+                token: 1,
+                topic: "web.tracking".into(),
+            }
         })
         .collect()
 }

@@ -112,7 +112,9 @@ impl Run {
         let token = uuid::Uuid::new_v4().as_u64_pair().0;
         let reservations: Vec<Option<Reservation>> = records
             .iter()
-            .map(|r| event_id(r).map(|id| Reservation { id, fingerprint: fingerprint(r), token }))
+            .map(|r| {
+                event_id(r).map(|id| Reservation { id, fingerprint: fingerprint(r), token, topic: r.topic.clone() })
+            })
             .collect();
         let wanted: Vec<Reservation> = reservations.iter().flatten().cloned().collect();
         let started = Instant::now();
