@@ -131,6 +131,7 @@ impl Journal {
             }
         }
         replay.in_doubt = pending.into_values().map(|(_, d)| d).collect();
+        replay.in_doubt.sort_by(|a, b| (a.reserved_ms, &a.id.message_id).cmp(&(b.reserved_ms, &b.id.message_id)));
         let seq = files.last().map_or(1, |(seq, _, _)| seq + 1);
         let mut sealed: VecDeque<(PathBuf, u64)> = VecDeque::new();
         for (i, (_, _, path)) in files.iter().enumerate() {
