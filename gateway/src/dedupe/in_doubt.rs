@@ -27,8 +27,9 @@ use super::{EventId, journal::InDoubt};
 use crate::config::KafkaConfig;
 
 /// How far before a reservation a record's timestamp may be (the
-/// producer stamps it after the reservation, on this machine's clock).
-const SLACK_MS: u64 = 2_000;
+/// producer stamps it after the reservation; the shared store's times are
+/// Redis's clock, the record's the producing gateway's).
+const SLACK_MS: u64 = 5_000;
 /// One look-up's bound; a failed one is retried every [`RETRY_EVERY`].
 const LOOKUP_TIMEOUT: Duration = Duration::from_secs(10);
 const RETRY_EVERY: Duration = Duration::from_secs(2);
@@ -77,7 +78,7 @@ pub fn resolve_in_background(store: Arc<MemoryStore>, ids: Vec<InDoubt>, kafka: 
 
 /// The consumer's settings: the brokers and the connection and security
 /// settings of `[kafka]`, no group (partitions are assigned, nothing committed).
-fn client_config(kafka: &KafkaConfig) -> ClientConfig {
+pub fn client_config(kafka: &KafkaConfig) -> ClientConfig {
     let mut config = ClientConfig::new();
     config
         .set("bootstrap.servers", &kafka.brokers)

@@ -81,6 +81,10 @@ pub enum Claim {
     Stored(u32),
     /// Reserved by a request still in flight.
     Pending,
+    /// Reserved by a gateway that died mid-request (its lease ran out),
+    /// with this fingerprint, at this time (Unix ms): its record may be in
+    /// Kafka. Now reserved by this request, which must look it up there.
+    InDoubt(u32, u64),
 }
 
 /// Why the store did not answer.
@@ -171,7 +175,7 @@ pub fn wrap(
             std::sync::Arc::new(RedisStore::new(&dedupe.redis_url, window, pending_ttl, timeout)?)
         }
     };
-    Ok(std::sync::Arc::new(DedupeSink::new(sink, store, dedupe.on_store_error)))
+    Ok(std::sync::Arc::new(DedupeSink::new(sink, store, dedupe.on_store_error).with_lookup(&config.kafka)))
 }
 
 #[cfg(test)]
