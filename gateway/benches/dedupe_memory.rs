@@ -2,12 +2,15 @@
 //! million ids (canonical UUIDs, kept as 16 bytes, and other ids, kept as
 //! text) as the growth of the process's resident memory (the workspace
 //! forbids `unsafe`, so no counting allocator) and as the store's own
-//! count of table and text bytes, and nanoseconds per reserve + confirm. `cargo bench -p eventgw --bench dedupe_memory` measures 1 M ids;
+//! count of table and text bytes, and nanoseconds per reserve + confirm;
+//! then the same with the id log on disk (`[dedupe] path`): its bytes per
+//! id, the cost per reserve + confirm with its writes, and the time to read
+//! it back on start-up. `cargo bench -p eventgw --bench dedupe_memory` measures 1 M ids;
 //! under `cargo test` it runs 10 000 only, to prove it still works.
 
 use std::time::{Duration, Instant};
 
-use gateway::dedupe::{EventId, MemoryStore, Reservation};
+use gateway::dedupe::{EventId, MemoryStore, Reservation, Store as _};
 
 fn ids(n: usize, uuid: bool) -> Vec<Reservation> {
     (0..n)
@@ -17,7 +20,12 @@ fn ids(n: usize, uuid: bool) -> Vec<Reservation> {
             } else {
                 format!("lt-{i}-{}", uuid::Uuid::from_u128(i as u128).simple())
             };
-            Reservation { id: EventId { source: "demo".into(), message_id }, fingerprint: 7, token: 1 }
+            Reservation {
+                id: EventId { source: "demo".into(), message_id },
+                fingerprint: 7,
+                token: 1,
+                topic: "web.tracking".into(),
+            }
         })
         .collect()
 }
@@ -44,6 +52,43 @@ fn main() {
         );
         drop(store);
     }
+    id_log(n);
+}
+
+/// The id log: one reservation and one confirmation record per request of
+/// 100 ids (what the gateway writes for a batch of 100), then a restart.
+fn id_log(n: usize) {
+    let dir = std::env::temp_dir().join(format!("eventgw-bench-id-log-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let batch = ids(n, true);
+    let (day, ttl) = (Duration::from_secs(86_400), Duration::from_secs(20));
+    let (store, _) = MemoryStore::open(day, 10_000_000, ttl, &dir).expect("id log opens");
+    let started = Instant::now();
+    for chunk in batch.chunks(100) {
+        store.reserve_at(chunk, Instant::now());
+        store.confirm_at(chunk, Instant::now());
+    }
+    let ns = started.elapsed().as_nanos() as f64 / n as f64;
+    drop(store);
+    let bytes: u64 =
+        std::fs::read_dir(&dir).expect("id log dir").filter_map(|e| e.ok()?.metadata().ok()).map(|m| m.len()).sum();
+    let before = rss_kib();
+    let started = Instant::now();
+    let (store, in_doubt) = MemoryStore::open(day, 10_000_000, ttl, &dir).expect("id log reopens");
+    let reload = started.elapsed();
+    let rss = (rss_kib().saturating_sub(before) * 1024) as f64 / n as f64;
+    assert_eq!((store.held(), in_doubt.len()), (Some(n), 0), "every id read back, none in doubt");
+    println!(
+        "id log (canonical UUID ids, requests of 100): {n} ids; {:.0} bytes on disk per id ({:.0} MiB per million); \
+         {ns:.0} ns per reserve + confirm with its writes; read back on start-up in {:.2} s ({:.0} ns per id), \
+         resident memory after it {rss:.0} bytes per id",
+        bytes as f64 / n as f64,
+        bytes as f64 * 1e6 / n as f64 / (1024.0 * 1024.0),
+        reload.as_secs_f64(),
+        reload.as_nanos() as f64 / n as f64
+    );
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The process's resident memory, in KiB.

@@ -103,8 +103,7 @@ impl AppState {
     /// Loads the catalog and checks the sources against it, with `sink` as
     /// the destination of records (behind dedupe when `[dedupe]` is enabled).
     pub fn new(config: config::Config, sink: Arc<dyn sink::Sink>) -> Result<Self, StartupError> {
-        let request_timeout = std::time::Duration::from_millis(config.server.request_timeout_ms);
-        let sink = dedupe::wrap(&config.dedupe, request_timeout, sink)?;
+        let sink = dedupe::wrap(&config, sink)?;
         let metrics = telemetry::Metrics::new();
         sink.register_metrics(metrics.registry());
         let catalog = eventgw_schemas::loader::load_catalog(&config.catalog.dir)?;

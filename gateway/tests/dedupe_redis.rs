@@ -190,3 +190,38 @@ async fn store_down_with_unavailable_answers_503_not_ready_and_recovers() {
     gw.stop().await;
     redis("dedupe-outage-refuse", port, "stop");
 }
+
+#[actix_web::test]
+async fn ids_of_a_gateway_that_died_mid_request_are_looked_up_in_kafka() {
+    use gateway::dedupe::{EventId, RedisStore, Reservation, Store as _};
+    let port = base_port();
+    redis("test", port, "start");
+    // `landed` reached Kafka, `lost` did not; a gateway reserved both and
+    // died (its 300 ms lease runs out, nobody settles them).
+    let plain = TestGateway::start(common::config(&brokers())).await;
+    let (landed, lost) = (unique("dd-redis-landed"), unique("dd-redis-lost"));
+    assert_eq!(plain.post("/v1/batch", &click(&landed)).await.0, 200);
+    let source = find(&brokers(), "web.tracking", &landed)[0].headers.get("source").expect("source").clone();
+    let reservation = |id: &str| Reservation {
+        id: EventId { source: source.clone(), message_id: id.to_owned() },
+        fingerprint: 0,
+        token: 42,
+        topic: "web.tracking".into(),
+    };
+    let url = format!("redis://127.0.0.1:{port}/");
+    let dead = RedisStore::new(&url, Duration::from_secs(3600), Duration::from_millis(300), Duration::from_secs(2))
+        .expect("store");
+    dead.reserve(vec![reservation(&landed), reservation(&lost)]).await.expect("reserved");
+    let gw = TestGateway::start(redis_config(port, "unavailable")).await;
+    // Once the lease ran out, the retry finds the ids in doubt and looks them up.
+    actix_web::rt::time::sleep(Duration::from_millis(400)).await;
+    let (status, answer) = gw.post("/v1/batch", &click(&landed)).await;
+    assert_eq!((status, status_of(&answer)), (200, "duplicate"), "{answer}");
+    let (status, answer) = gw.post("/v1/batch", &click(&lost)).await;
+    assert_eq!((status, status_of(&answer)), (200, "accepted"), "{answer}");
+    for id in [&landed, &lost] {
+        assert_eq!(find(&brokers(), "web.tracking", id).len(), 1, "{id} stored once");
+    }
+    plain.stop().await;
+    gw.stop().await;
+}

@@ -12,7 +12,8 @@ pub const MIN_MAX_IDS: usize = 16;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StoreKind {
-    /// In this process: exact, bounded by `max_ids`, lost on restart; for one gateway.
+    /// In this process: exact, bounded by `max_ids`; for one gateway. Kept
+    /// across a crash when `path` is set, else lost on restart.
     Memory,
     /// A Redis or Valkey server shared by every gateway.
     Redis,
@@ -40,6 +41,14 @@ pub struct DedupeConfig {
     /// How long an id is remembered after its event was stored; a retry
     /// later than this is stored again. Segment's own window is about a day.
     pub window_secs: u64,
+    /// The memory store's id log directory (relative to the config file):
+    /// set, the ids survive a process crash (`kill -9`, OOM): they are
+    /// appended there (one `write(2)` per request, no fsync: a machine
+    /// crash may forget the last seconds) and read back on start-up, and
+    /// the ids whose produce was in flight at the crash are looked up in
+    /// Kafka. One gateway process per directory (a lock file). Unset, the
+    /// memory store forgets every id when the process ends.
+    pub path: Option<std::path::PathBuf>,
     /// Most ids the memory store holds; past it the oldest are forgotten
     /// before their window ends (counted in `eventgw_dedupe_evicted_total`).
     pub max_ids: usize,
@@ -64,6 +73,7 @@ impl Default for DedupeConfig {
             enabled: false,
             store: StoreKind::Memory,
             window_secs: 24 * 3600,
+            path: None,
             max_ids: 10_000_000,
             redis_url: "redis://127.0.0.1:6379".into(),
             on_store_error: OnStoreError::Produce,
@@ -84,6 +94,9 @@ impl DedupeConfig {
         }
         if self.max_ids < MIN_MAX_IDS {
             return Err(("dedupe.max_ids", format!("must be at least {MIN_MAX_IDS}")));
+        }
+        if self.path.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
+            return Err(("dedupe.path", "must name a directory (or be left out)".into()));
         }
         if self.store_timeout_ms == 0 {
             return Err(("dedupe.store_timeout_ms", "must be above 0".into()));

@@ -8,6 +8,12 @@
 //! queue. Past `max_ids` the oldest slice is dropped early (counted).
 //! A canonical lower-case UUID `messageId` (what every SDK generates) is
 //! kept as its 16 bytes, anything else as its text: both exact.
+//!
+//! With `[dedupe] path` set the store also keeps an id log on disk
+//! ([`super::journal`]): it survives a process crash, and the ids whose
+//! produce was in flight at the crash are held *pending* (their retries
+//! answered 503) until [`super::in_doubt`] found out from Kafka whether
+//! their records landed.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -16,7 +22,12 @@ use std::time::{Duration, Instant};
 
 use futures::future::{BoxFuture, FutureExt};
 
+use super::journal::{InDoubt, Journal, Kind};
 use super::{Claim, Reservation, Store, StoreError};
+
+/// The token of an id left in doubt by a crash: no request holds it; only
+/// the look-up in Kafka settles it.
+pub const IN_DOUBT_TOKEN: u64 = 0;
 
 /// Slices the window is cut into: more slices, finer expiry and eviction,
 /// more lookups for an id never seen.
@@ -46,6 +57,9 @@ struct State {
     /// Oldest first; the last one takes new ids.
     slices: VecDeque<Slice>,
     total: usize,
+    /// The id log, when `[dedupe] path` is set; written under this lock so
+    /// its order is the store's.
+    journal: Option<Journal>,
 }
 
 /// The embedded, exact, bounded store.
@@ -86,11 +100,92 @@ impl MemoryStore {
         self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// A store that keeps its ids in the log in `dir` too: reads it back
+    /// (ids confirmed within the window, as they were), and holds the ids
+    /// in doubt pending; returns them for [`super::in_doubt::resolve`].
+    pub fn open(
+        window: Duration,
+        max_ids: usize,
+        pending_ttl: Duration,
+        dir: &std::path::Path,
+    ) -> Result<(Self, Vec<InDoubt>), StoreError> {
+        let store = Self::new(window, max_ids, pending_ttl);
+        let (now, now_ms) = (Instant::now(), unix_ms());
+        let started = Instant::now();
+        let mut loaded = 0usize;
+        let (journal, replay) =
+            Journal::open(dir, millis(window), millis(store.slice_span), store.slice_ids, now_ms, |at_ms, ids| {
+                let at = now.checked_sub(Duration::from_millis(now_ms.saturating_sub(at_ms))).unwrap_or(now);
+                let ids: Vec<Reservation> = ids
+                    .iter()
+                    .map(|(id, fingerprint)| Reservation {
+                        id: id.clone(),
+                        fingerprint: *fingerprint,
+                        token: IN_DOUBT_TOKEN,
+                        topic: String::new(),
+                    })
+                    .collect();
+                loaded += ids.len();
+                store.confirm_at(&ids, at);
+            })?;
+        {
+            let mut state = store.lock();
+            for doubt in &replay.in_doubt {
+                let id = compact(&mut state, &doubt.id.source, &doubt.id.message_id);
+                state.pending.insert(id, Pending { token: IN_DOUBT_TOKEN, expires: now + window });
+            }
+            state.journal = Some(journal);
+        }
+        tracing::info!(
+            dir = %dir.display(),
+            files = replay.files,
+            records = replay.records,
+            ids = loaded,
+            held = store.held.load(Ordering::Relaxed),
+            in_doubt = replay.in_doubt.len(),
+            skipped_bytes = replay.skipped_bytes,
+            millis = started.elapsed().as_millis() as u64,
+            "Dedupe id log read back"
+        );
+        Ok((store, replay.in_doubt))
+    }
+
+    /// Settles ids a crash left in doubt: those `found` in Kafka are
+    /// stored (their retries are duplicates), the others released (their
+    /// retries are produced).
+    pub fn settle_in_doubt(&self, found: &[InDoubt], missing: &[InDoubt]) {
+        let reservations = |ids: &[InDoubt]| -> Vec<Reservation> {
+            ids.iter()
+                .map(|d| Reservation {
+                    id: d.id.clone(),
+                    fingerprint: d.fingerprint,
+                    token: IN_DOUBT_TOKEN,
+                    topic: d.topic.clone(),
+                })
+                .collect()
+        };
+        self.confirm_at(&reservations(found), Instant::now());
+        self.release_now(&reservations(missing));
+    }
+
+    /// Appends to the id log, if there is one.
+    fn log(state: &mut State, kind: Kind, ids: &[Reservation]) {
+        if let Some(journal) = state.journal.as_mut() {
+            journal.append(kind, unix_ms(), ids);
+        }
+    }
+
+    /// Appends to the id log that could not be written (0 without one).
+    pub fn log_write_errors(&self) -> u64 {
+        self.lock().journal.as_ref().map_or(0, |j| j.write_errors)
+    }
+
     /// [`Store::reserve`] at time `now`.
     pub fn reserve_at(&self, ids: &[Reservation], now: Instant) -> Vec<Claim> {
         let mut state = self.lock();
         self.expire(&mut state, now);
-        ids.iter()
+        let claims: Vec<Claim> = ids
+            .iter()
             .map(|r| {
                 let id = compact(&mut state, &r.id.source, &r.id.message_id);
                 if state.pending.get(&id).is_some_and(|p| p.expires > now) {
@@ -103,12 +198,23 @@ impl MemoryStore {
                 state.pending.insert(id, pending);
                 Claim::New
             })
-            .collect()
+            .collect();
+        if state.journal.is_some() {
+            if claims.iter().all(|c| *c == Claim::New) {
+                Self::log(&mut state, Kind::Reserved, ids);
+            } else {
+                let new: Vec<Reservation> =
+                    ids.iter().zip(&claims).filter(|(_, c)| **c == Claim::New).map(|(r, _)| r.clone()).collect();
+                Self::log(&mut state, Kind::Reserved, &new);
+            }
+        }
+        claims
     }
 
     /// [`Store::confirm`] at time `now`.
     pub fn confirm_at(&self, ids: &[Reservation], now: Instant) {
         let mut state = self.lock();
+        Self::log(&mut state, Kind::Confirmed, ids);
         for r in ids {
             let id = compact(&mut state, &r.id.source, &r.id.message_id);
             state.pending.remove(&id);
@@ -136,6 +242,7 @@ impl MemoryStore {
     /// [`Store::release`]: forgets reservations still held with their token.
     pub fn release_now(&self, ids: &[Reservation]) {
         let mut state = self.lock();
+        Self::log(&mut state, Kind::Released, ids);
         for r in ids {
             let id = compact(&mut state, &r.id.source, &r.id.message_id);
             if state.pending.get(&id).is_some_and(|p| p.token == r.token) {
@@ -182,6 +289,15 @@ impl MemoryStore {
         }
         self.held.store(state.total, Ordering::Relaxed);
     }
+}
+
+fn unix_ms() -> u64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    millis(since)
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The kept form of an id; numbers sources on first sight (there are as

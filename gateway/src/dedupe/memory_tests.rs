@@ -6,7 +6,12 @@ use crate::dedupe::EventId;
 const HOUR: Duration = Duration::from_secs(3600);
 
 fn id(source: &str, message_id: &str, token: u64) -> Reservation {
-    Reservation { id: EventId { source: source.into(), message_id: message_id.into() }, fingerprint: 7, token }
+    Reservation {
+        id: EventId { source: source.into(), message_id: message_id.into() },
+        fingerprint: 7,
+        token,
+        topic: "web.tracking".into(),
+    }
 }
 
 fn store(max_ids: usize) -> MemoryStore {

@@ -32,6 +32,8 @@
 
 /// The `[dedupe]` section, kept with every other section in [`crate::config`].
 pub use crate::config::dedupe as config;
+pub mod in_doubt;
+pub mod journal;
 pub mod memory;
 mod metrics;
 pub mod shared;
@@ -66,6 +68,9 @@ pub struct Reservation {
     pub fingerprint: u32,
     /// The request that holds the reservation: only it may release it.
     pub token: u64,
+    /// The topic its record goes to: the id log keeps it with a
+    /// reservation, so an id a crash left in doubt can be looked up there.
+    pub topic: String,
 }
 
 /// What the store says of a reserved id.
@@ -77,6 +82,10 @@ pub enum Claim {
     Stored(u32),
     /// Reserved by a request still in flight.
     Pending,
+    /// Reserved by a gateway that died mid-request (its lease ran out),
+    /// with this fingerprint, at this time (Unix ms): its record may be in
+    /// Kafka. Now reserved by this request, which must look it up there.
+    InDoubt(u32, u64),
 }
 
 /// Why the store did not answer.
@@ -138,25 +147,36 @@ pub fn fingerprint(record: &OutRecord) -> u32 {
 /// `sink` with dedupe in front when `[dedupe]` is enabled, else `sink`.
 /// A reservation lapses after twice the request timeout: by then the
 /// request that made it has been answered, and its task has settled it
-/// unless the process died.
+/// unless the process died. With `[dedupe] path` the memory store reads
+/// its id log back first and looks up the ids a crash left in doubt in
+/// Kafka (a thread of its own; their retries wait meanwhile).
 pub fn wrap(
-    config: &DedupeConfig,
-    request_timeout: std::time::Duration,
+    config: &crate::config::Config,
     sink: std::sync::Arc<dyn crate::sink::Sink>,
 ) -> Result<std::sync::Arc<dyn crate::sink::Sink>, StoreError> {
-    if !config.enabled {
+    let dedupe = &config.dedupe;
+    if !dedupe.enabled {
         return Ok(sink);
     }
-    let window = std::time::Duration::from_secs(config.window_secs);
+    let request_timeout = std::time::Duration::from_millis(config.server.request_timeout_ms);
+    let window = std::time::Duration::from_secs(dedupe.window_secs);
     let pending_ttl = (request_timeout * 2).max(std::time::Duration::from_secs(1));
-    let store: std::sync::Arc<dyn Store> = match config.store {
-        StoreKind::Memory => std::sync::Arc::new(MemoryStore::new(window, config.max_ids, pending_ttl)),
-        StoreKind::Redis => {
-            let timeout = std::time::Duration::from_millis(config.store_timeout_ms);
-            std::sync::Arc::new(RedisStore::new(&config.redis_url, window, pending_ttl, timeout)?)
+    let store: std::sync::Arc<dyn Store> = match (dedupe.store, &dedupe.path) {
+        (StoreKind::Memory, None) => std::sync::Arc::new(MemoryStore::new(window, dedupe.max_ids, pending_ttl)),
+        (StoreKind::Memory, Some(path)) => {
+            let base = config.file.as_deref().and_then(std::path::Path::parent).unwrap_or(std::path::Path::new("."));
+            let dir = base.join(path);
+            let (store, in_doubt) = MemoryStore::open(window, dedupe.max_ids, pending_ttl, &dir)?;
+            let store = std::sync::Arc::new(store);
+            in_doubt::resolve_in_background(std::sync::Arc::clone(&store), in_doubt, &config.kafka);
+            store
+        }
+        (StoreKind::Redis, _) => {
+            let timeout = std::time::Duration::from_millis(dedupe.store_timeout_ms);
+            std::sync::Arc::new(RedisStore::new(&dedupe.redis_url, window, pending_ttl, timeout)?)
         }
     };
-    Ok(std::sync::Arc::new(DedupeSink::new(sink, store, config.on_store_error)))
+    Ok(std::sync::Arc::new(DedupeSink::new(sink, store, dedupe.on_store_error).with_lookup(&config.kafka)))
 }
 
 #[cfg(test)]

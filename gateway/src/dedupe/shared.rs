@@ -3,9 +3,11 @@
 //!
 //! Keys are `eventgw:dedupe:<len(source)>:<source>:<messageId>` (the length
 //! makes the split exact whatever the source id holds); the value is
-//! `p:<fingerprint>:<token>` while reserved (expiring after the pending
-//! TTL, so a gateway that dies mid-request does not hold an id for ever)
-//! and `c:<fingerprint>` once confirmed (expiring after the window).
+//! `p:<fingerprint>:<token>:<lease>:<reserved at>:<topic>` while reserved
+//! (the lease runs for the pending TTL and is extended while the produce
+//! is in flight; once it ran out, the gateway holding it died, and the id
+//! is *in doubt*: see `RESERVE`) and `c:<fingerprint>` once confirmed;
+//! both expire after the window.
 //! Reserving and releasing are Lua scripts (atomic per batch, one round
 //! trip); confirming is a pipeline of plain `SET … PX`, which overwrites
 //! whatever is there: the record *is* stored. The scripts touch keys of one
@@ -20,13 +22,33 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use super::{Claim, Reservation, Store, StoreError};
 
+// Pending values carry a lease: `p:<crc>:<token>:<lease until ms>:<reserved
+// at ms>:<topic>`, kept for the window. A reservation whose lease ran out
+// (its gateway died mid-request: nobody extends it) is *in doubt*: its
+// record may be in Kafka. The next request for the id takes it over (its
+// own token, a fresh lease, the first reservation's time and topic kept)
+// and hears `d:<crc>:<reserved at ms>`, to look the id up in Kafka.
+// Times are Redis's clock (TIME), the same for every gateway.
 const RESERVE: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local lease, window = tonumber(ARGV[1]), ARGV[2]
 local out = {}
 for i, key in ipairs(KEYS) do
-  if redis.call('SET', key, ARGV[i + 1], 'NX', 'PX', ARGV[1]) then
+  local mine, topic = ARGV[1 + 2 * i], ARGV[2 + 2 * i]
+  local value = 'p:' .. mine .. ':' .. string.format('%d', now + lease) .. ':' .. string.format('%d', now) .. ':' .. topic
+  if redis.call('SET', key, value, 'NX', 'PX', window) then
     out[i] = 'n'
   else
-    out[i] = redis.call('GET', key) or 'n'
+    local old = redis.call('GET', key) or 'n'
+    local crc, till, since, was = string.match(old, '^p:(%d+):%d+:(%d+):(%d+):(.*)$')
+    if till and tonumber(till) < now then
+      local taken = 'p:' .. mine .. ':' .. string.format('%d', now + lease) .. ':' .. since .. ':' .. was
+      redis.call('SET', key, taken, 'PX', window)
+      out[i] = 'd:' .. crc .. ':' .. since
+    else
+      out[i] = old
+    end
   end
 end
 return out
@@ -34,7 +56,8 @@ return out
 
 const RELEASE: &str = r"
 for i, key in ipairs(KEYS) do
-  if redis.call('GET', key) == ARGV[i] then
+  local old = redis.call('GET', key)
+  if old and string.sub(old, 1, #ARGV[i]) == ARGV[i] then
     redis.call('DEL', key)
   end
 end
@@ -42,9 +65,15 @@ return 0
 ";
 
 const EXTEND: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 for i, key in ipairs(KEYS) do
-  if redis.call('GET', key) == ARGV[i + 1] then
-    redis.call('PEXPIRE', key, ARGV[1])
+  local old = redis.call('GET', key)
+  if old and string.sub(old, 1, #ARGV[i + 2]) == ARGV[i + 2] then
+    local rest = string.match(old, '^p:%d+:%d+:%d+:(.*)$')
+    if rest then
+      redis.call('SET', key, ARGV[i + 2] .. string.format('%d', now + tonumber(ARGV[1])) .. ':' .. rest, 'PX', ARGV[2])
+    end
   end
 end
 return 0
@@ -127,8 +156,14 @@ fn key(r: &Reservation) -> String {
     format!("eventgw:dedupe:{}:{}:{}", r.id.source.len(), r.id.source, r.id.message_id)
 }
 
-fn pending_value(r: &Reservation) -> String {
-    format!("p:{}:{}", r.fingerprint, r.token)
+/// `<crc>:<token>`: what makes a pending value this request's.
+fn holder(r: &Reservation) -> String {
+    format!("{}:{}", r.fingerprint, r.token)
+}
+
+/// The start of this request's pending value (release and extend match it).
+fn pending_prefix(r: &Reservation) -> String {
+    format!("p:{}:", holder(r))
 }
 
 /// Reads a value found at reservation.
@@ -136,6 +171,9 @@ fn claim(value: &str) -> Claim {
     let mut parts = value.split(':');
     match (parts.next(), parts.next().and_then(|f| f.parse().ok())) {
         (Some("c"), Some(fingerprint)) => Claim::Stored(fingerprint),
+        (Some("d"), Some(fingerprint)) => {
+            Claim::InDoubt(fingerprint, parts.next().and_then(|t| t.parse().ok()).unwrap_or(0))
+        }
         (Some("p"), _) => Claim::Pending,
         (Some("n"), _) => Claim::New,
         // Not ours (another writer's value): treat as stored, unconfirmable
@@ -147,13 +185,13 @@ fn claim(value: &str) -> Claim {
 impl Store for RedisStore {
     fn reserve(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<Vec<Claim>, StoreError>> {
         let script = self.reserve.clone();
-        let pending_ms = self.pending_ms;
+        let (pending_ms, window_ms) = (self.pending_ms, self.window_ms);
         let mut connection = self.connection.clone();
         let answer = self.run(async move {
             let mut invocation = script.prepare_invoke();
-            invocation.arg(pending_ms);
+            invocation.arg(pending_ms).arg(window_ms);
             for r in &ids {
-                invocation.key(key(r)).arg(pending_value(r));
+                invocation.key(key(r)).arg(holder(r)).arg(&r.topic);
             }
             invocation.invoke_async::<Vec<String>>(&mut connection).await
         });
@@ -175,7 +213,7 @@ impl Store for RedisStore {
         self.run(async move {
             let mut invocation = script.prepare_invoke();
             for r in &ids {
-                invocation.key(key(r)).arg(pending_value(r));
+                invocation.key(key(r)).arg(pending_prefix(r));
             }
             invocation.invoke_async::<i64>(&mut connection).await.map(drop)
         })
@@ -183,13 +221,13 @@ impl Store for RedisStore {
 
     fn extend(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<(), StoreError>> {
         let script = self.extend.clone();
-        let pending_ms = self.pending_ms;
+        let (pending_ms, window_ms) = (self.pending_ms, self.window_ms);
         let mut connection = self.connection.clone();
         self.run(async move {
             let mut invocation = script.prepare_invoke();
-            invocation.arg(pending_ms);
+            invocation.arg(pending_ms).arg(window_ms);
             for r in &ids {
-                invocation.key(key(r)).arg(pending_value(r));
+                invocation.key(key(r)).arg(pending_prefix(r));
             }
             invocation.invoke_async::<i64>(&mut connection).await.map(drop)
         })

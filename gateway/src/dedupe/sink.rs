@@ -5,7 +5,11 @@ use std::time::{Duration, Instant};
 
 use futures::future::{BoxFuture, FutureExt};
 
+use super::journal::InDoubt;
 use super::{Claim, DedupeMetrics, OnStoreError, Reservation, Store, StoreError, event_id, fingerprint};
+
+/// Longest look-up in Kafka of ids in doubt, within one request.
+const LOOKUP_TIMEOUT: Duration = Duration::from_secs(3);
 use crate::sink::{Delivered, OutRecord, Sink, SinkError, SpoolStatus, Stored};
 
 /// The message of a retry whose first request is still in flight.
@@ -22,12 +26,22 @@ pub struct DedupeSink {
     on_store_error: OnStoreError,
     /// Shared with the tasks that settle reservations after the answer.
     metrics: DedupeMetrics,
+    /// How to read Kafka when the store says an id is in doubt (its first
+    /// gateway died mid-request); without it such an id is produced again.
+    lookup: Option<Arc<rdkafka::config::ClientConfig>>,
 }
 
 impl DedupeSink {
     /// Wraps `inner`, remembering ids in `store`.
     pub fn new(inner: Arc<dyn Sink>, store: Arc<dyn Store>, on_store_error: OnStoreError) -> Self {
-        Self { inner, store, on_store_error, metrics: DedupeMetrics::new() }
+        Self { inner, store, on_store_error, metrics: DedupeMetrics::new(), lookup: None }
+    }
+
+    /// Looks ids in doubt up in the Kafka of `kafka` (see [`Claim::InDoubt`]).
+    #[must_use]
+    pub fn with_lookup(mut self, kafka: &crate::config::KafkaConfig) -> Self {
+        self.lookup = Some(Arc::new(super::in_doubt::client_config(kafka)));
+        self
     }
 
     /// Its metrics (tests read them).
@@ -54,6 +68,7 @@ impl Sink for DedupeSink {
             store: Arc::clone(&self.store),
             on_store_error: self.on_store_error,
             metrics: self.metrics.clone(),
+            lookup: self.lookup.clone(),
         };
         // A task of its own: the request may time out and drop its future,
         // but the produce goes on in the producer, and its reservation must
@@ -105,21 +120,90 @@ struct Run {
     store: Arc<dyn Store>,
     on_store_error: OnStoreError,
     metrics: DedupeMetrics,
+    lookup: Option<Arc<rdkafka::config::ClientConfig>>,
 }
 
 impl Run {
+    /// Turns each [`Claim::InDoubt`] into `Stored` (its record is in Kafka:
+    /// confirmed now) or `New` (not there: this request produces it), or
+    /// `Pending` when Kafka cannot be read now (the reservation stays this
+    /// request's until its lease runs out, and the next retry looks again).
+    async fn resolve_doubts(&self, wanted: &[Reservation], claims: Vec<Claim>) -> Vec<Claim> {
+        let doubts: Vec<InDoubt> = wanted
+            .iter()
+            .zip(&claims)
+            .filter_map(|(r, c)| match c {
+                Claim::InDoubt(fingerprint, since) => Some(InDoubt {
+                    id: r.id.clone(),
+                    fingerprint: *fingerprint,
+                    topic: r.topic.clone(),
+                    reserved_ms: *since,
+                }),
+                _ => None,
+            })
+            .collect();
+        if doubts.is_empty() {
+            return claims;
+        }
+        let Some(config) = self.lookup.clone() else {
+            return claims.into_iter().map(|c| if matches!(c, Claim::InDoubt(..)) { Claim::New } else { c }).collect();
+        };
+        let asked = doubts.clone();
+        let found = tokio::task::spawn_blocking(move || super::in_doubt::find(&config, &asked, LOOKUP_TIMEOUT)).await;
+        let found = match found {
+            Ok(Ok(found)) => found,
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, ids = doubts.len(), "Dedupe ids in doubt not looked up in Kafka; their retries wait");
+                return claims
+                    .into_iter()
+                    .map(|c| if matches!(c, Claim::InDoubt(..)) { Claim::Pending } else { c })
+                    .collect();
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "Dedupe in-doubt look-up failed");
+                return claims
+                    .into_iter()
+                    .map(|c| if matches!(c, Claim::InDoubt(..)) { Claim::Pending } else { c })
+                    .collect();
+            }
+        };
+        let stored: Vec<Reservation> = wanted.iter().filter(|r| found.contains(&r.id)).cloned().collect();
+        tracing::info!(
+            in_doubt = doubts.len(),
+            in_kafka = stored.len(),
+            "Dedupe ids of a gateway that died mid-request looked up in Kafka: those there are duplicates"
+        );
+        if !stored.is_empty()
+            && let Err(e) = self.store.confirm(stored).await
+        {
+            self.metrics.store_errors.with_label_values(&["confirm"]).inc();
+            tracing::warn!(error = %e, "Dedupe store did not confirm ids found in Kafka");
+        }
+        wanted
+            .iter()
+            .zip(claims)
+            .map(|(r, c)| match c {
+                Claim::InDoubt(fingerprint, _) if found.contains(&r.id) => Claim::Stored(fingerprint),
+                Claim::InDoubt(..) => Claim::New,
+                c => c,
+            })
+            .collect()
+    }
+
     async fn store_all(self, records: Vec<OutRecord>, deadline: Duration) -> Vec<Result<Stored, SinkError>> {
         let token = uuid::Uuid::new_v4().as_u64_pair().0;
         let reservations: Vec<Option<Reservation>> = records
             .iter()
-            .map(|r| event_id(r).map(|id| Reservation { id, fingerprint: fingerprint(r), token }))
+            .map(|r| {
+                event_id(r).map(|id| Reservation { id, fingerprint: fingerprint(r), token, topic: r.topic.clone() })
+            })
             .collect();
         let wanted: Vec<Reservation> = reservations.iter().flatten().cloned().collect();
         let started = Instant::now();
         let claims = if wanted.is_empty() { Ok(Vec::new()) } else { self.store.reserve(wanted.clone()).await };
         self.metrics.store_latency.observe(started.elapsed().as_secs_f64());
         let claims = match claims {
-            Ok(claims) if claims.len() == wanted.len() => claims,
+            Ok(claims) if claims.len() == wanted.len() => self.resolve_doubts(&wanted, claims).await,
             Ok(_) => {
                 return self.unchecked(records, deadline, StoreError("the store answered a short list".into())).await;
             }
@@ -155,7 +239,7 @@ impl Run {
                     }
                     answers.push(Some(Ok(Stored::Duplicate)));
                 }
-                Claim::Pending => {
+                Claim::Pending | Claim::InDoubt(..) => {
                     self.metrics.pending.inc();
                     answers.push(Some(Err(SinkError::Unavailable(PENDING.into()))));
                 }

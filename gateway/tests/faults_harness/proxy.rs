@@ -22,6 +22,9 @@ pub enum Mode {
     /// that later heals: what was in flight then arrives, like TCP
     /// retransmission would deliver it).
     BlackHole,
+    /// The gateway's requests pass, the broker's answers are held until the
+    /// mode changes: records land while their acknowledgements are in limbo.
+    HoldReplies,
 }
 
 #[derive(Clone)]
@@ -65,14 +68,15 @@ impl Proxy {
         let (cr, cw) = client.into_split();
         let (sr, sw) = server.into_split();
         tokio::select! {
-            _ = pump(cr, sw, Rc::clone(&self.mode)) => {}
-            _ = pump(sr, cw, Rc::clone(&self.mode)) => {}
+            _ = pump(cr, sw, Rc::clone(&self.mode), false) => {}
+            _ = pump(sr, cw, Rc::clone(&self.mode), true) => {}
             _ = resets.changed() => {}
         }
     }
 }
 
-async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, mode: Rc<Cell<Mode>>) {
+/// Copies `from` to `to` as the mode says; `replies`: the broker-to-client direction.
+async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, mode: Rc<Cell<Mode>>, replies: bool) {
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         let n = match from.read(&mut buf).await {
@@ -87,6 +91,12 @@ async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, mode: Rc<Cell<Mod
                     actix_web::rt::time::sleep(Duration::from_millis(20)).await;
                 }
             }
+            Mode::HoldReplies if replies => {
+                while mode.get() == Mode::HoldReplies {
+                    actix_web::rt::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+            Mode::HoldReplies => {}
         }
         if to.write_all(&buf[..n]).await.is_err() {
             return;
