@@ -173,7 +173,7 @@ impl Config {
     /// configured elsewhere.
     fn check_edge(&self) -> Result<(), (&'static str, String)> {
         for source in &self.sources {
-            let routes = source.enrichment.bots == crate::enrichment::BotPolicy::Route;
+            let routes = source.enrichment.bots == super::enrichment::BotPolicy::Route;
             if routes && source.enrichment.bot_topic.as_deref().is_none_or(str::is_empty) {
                 let problem = format!("source `{}`: bots = \"route\" needs a bot_topic", source.id);
                 return Err(("sources.enrichment.bot_topic", problem));

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 pub mod dedupe;
+pub mod enrichment;
 pub mod jwt;
 mod load;
 pub mod privacy;
@@ -65,7 +66,7 @@ pub struct Config {
     pub registry: Option<RegistryConfig>,
     /// The MaxMind-format geo databases; no geo without it.
     #[serde(default)]
-    pub geo: Option<crate::enrichment::geo::GeoConfig>,
+    pub geo: Option<enrichment::GeoConfig>,
     /// Hash key, user keys and suppression list shared by all sources.
     #[serde(default)]
     pub privacy: privacy::PrivacyConfig,
@@ -324,7 +325,7 @@ pub struct SourceConfig {
     pub key_in_url: Option<bool>,
     /// Geo, device and bot enrichment of this source's events.
     #[serde(default)]
-    pub enrichment: crate::enrichment::SourceEnrichment,
+    pub enrichment: enrichment::SourceEnrichment,
     /// IP policy, personal data, suppression and consent for this source.
     #[serde(default)]
     pub privacy: privacy::SourcePrivacy,

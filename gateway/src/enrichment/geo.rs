@@ -5,7 +5,7 @@
 //! a reload drops them too: a cached place is never older than the database.
 
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
@@ -18,16 +18,7 @@ use serde_json::{Map, Value};
 use super::cache::BoundedCache;
 use super::splice::shared_json;
 
-/// `[geo]`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GeoConfig {
-    /// A City (or Country) database; relative to the configuration file.
-    pub database: PathBuf,
-    /// A separate ASN database, as GeoLite2 ships it; optional.
-    #[serde(default)]
-    pub asn_database: Option<PathBuf>,
-}
+pub use crate::config::enrichment::GeoConfig;
 
 /// Why a database cannot be used.
 #[derive(Debug, thiserror::Error)]

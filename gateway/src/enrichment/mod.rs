@@ -19,7 +19,6 @@ use std::time::Duration;
 
 use actix_web::HttpRequest;
 use arc_swap::ArcSwap;
-use serde::Deserialize;
 
 use crate::config::{Config, EnrichmentConfig};
 use crate::enrich::ClientResolver;
@@ -29,38 +28,7 @@ use crate::privacy::{Privacy, PrivacyError, SourcePrivacy};
 /// How often replaced geo databases and suppression lists are noticed.
 pub const WATCH_INTERVAL: Duration = Duration::from_secs(2);
 
-/// What the gateway does with bot traffic of a source.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BotPolicy {
-    /// Not classified (the default: nothing changes for existing sources).
-    #[default]
-    Off,
-    /// `context.bot`, a `bot` record header and `eventgw_bots_total`.
-    Label,
-    /// As `label`, and produced to the source's `bot_topic` instead.
-    Route,
-}
-
-/// A source's `[sources.enrichment]`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct SourceEnrichment {
-    /// `context.geo` when `[geo]` has a database (on by default).
-    pub geo: bool,
-    /// `context.agent`: browser, OS, device class (off by default).
-    pub device: bool,
-    /// Bot labelling and routing.
-    pub bots: BotPolicy,
-    /// Where bot events go under `bots = "route"`.
-    pub bot_topic: Option<String>,
-}
-
-impl Default for SourceEnrichment {
-    fn default() -> Self {
-        Self { geo: true, device: false, bots: BotPolicy::Off, bot_topic: None }
-    }
-}
+pub use crate::config::enrichment::{BotPolicy, SourceEnrichment};
 
 /// A source's settings of both kinds.
 #[derive(Debug, Clone, Default)]
