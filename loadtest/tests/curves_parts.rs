@@ -4,14 +4,15 @@
 //! the fixed-connection generator really uses exactly N connections (with
 //! one connection and a 20 ms server, requests queue behind each other).
 
-use std::net::TcpListener;
+mod common;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use eventgw_loadtest::generator::{Auth, RunConfig};
 use eventgw_loadtest::workload::Workload;
-use eventgw_loadtest::{bench_catalog, ceiling, connections};
+use eventgw_loadtest::{bench_catalog, connections};
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("eventgw-loadtest-{name}-{}", std::process::id()));
@@ -48,17 +49,8 @@ fn the_bench_catalog_has_200_valid_events_and_padding_sets_the_size() {
 
 #[test]
 fn the_connection_generator_uses_exactly_the_connections_it_is_given() {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let url = format!("http://{}/v1/batch", listener.local_addr().expect("addr"));
-    let (handle_tx, handle_rx) = std::sync::mpsc::channel();
-    let server = std::thread::spawn(move || {
-        actix_web::rt::System::new().block_on(async move {
-            let server = ceiling::serve(listener, 1, Duration::from_millis(20)).expect("ceiling");
-            handle_tx.send(server.handle()).expect("handle");
-            server.await
-        })
-    });
-    let handle = handle_rx.recv().expect("server started");
+    let server = common::Ceiling::start(Duration::from_millis(20));
+    let url = server.url.clone();
     let catalog = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../schemas");
     let workload = Arc::new(Workload::from_catalog(&catalog, 2, true, 100).expect("workload"));
     let config = RunConfig {
@@ -78,6 +70,5 @@ fn the_connection_generator_uses_exactly_the_connections_it_is_given() {
     let one = runtime.block_on(connections::run(&config, 1, workload)).expect("run");
     assert_eq!((one.sent, one.ok, one.failures()), (200, 200, 0));
     assert!(one.ms(99.0) > 2_000.0, "one connection serialises: p99 {} ms", one.ms(99.0));
-    futures::executor::block_on(handle.stop(true));
-    server.join().expect("server thread").expect("server ran");
+    server.stop();
 }

@@ -2,28 +2,20 @@
 //! known 20 ms delay it sends exactly rate × duration requests, spread over
 //! the duration, and no latency it records is below the delay.
 
-use std::net::TcpListener;
+mod common;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use eventgw_loadtest::client;
 use eventgw_loadtest::generator::{self, Auth, RunConfig};
 use eventgw_loadtest::workload::Workload;
-use eventgw_loadtest::{ceiling, client};
 
 #[test]
 fn it_hits_the_requested_rate_and_its_histogram_sees_the_known_delay() {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let url = format!("http://{}/v1/batch", listener.local_addr().expect("addr"));
-    let (handle_tx, handle_rx) = std::sync::mpsc::channel();
-    let server = std::thread::spawn(move || {
-        actix_web::rt::System::new().block_on(async move {
-            let server = ceiling::serve(listener, 1, Duration::from_millis(20)).expect("ceiling");
-            handle_tx.send(server.handle()).expect("handle");
-            server.await
-        })
-    });
-    let handle = handle_rx.recv().expect("server started");
+    let server = common::Ceiling::start(Duration::from_millis(20));
+    let url = server.url.clone();
     let catalog = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../schemas");
     let workload = Arc::new(Workload::from_catalog(&catalog, 1, false, 100).expect("workload"));
     let config = RunConfig {
@@ -45,8 +37,7 @@ fn it_hits_the_requested_rate_and_its_histogram_sees_the_known_delay() {
     );
     assert!(result.latency_us.min() >= 20_000, "no answer beats the server's delay: {} µs", result.latency_us.min());
     assert!(result.ms(50.0) >= 20.0 && result.ms(50.0) < 1000.0, "p50 {} ms", result.ms(50.0));
-    futures::executor::block_on(handle.stop(true));
-    server.join().expect("server thread").expect("server ran");
+    server.stop();
 }
 
 #[test]
