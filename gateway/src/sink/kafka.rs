@@ -20,12 +20,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
-use futures::future::{BoxFuture, FutureExt, join_all};
+use futures::future::{BoxFuture, FutureExt};
 use rdkafka::ClientContext;
 use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
-use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer, PurgeConfig};
+use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, PurgeConfig, ThreadedProducer};
+use tokio::sync::oneshot;
 
 use super::spool::SpooledRecord;
 use super::{Delivered, OutRecord, Sink, SinkError};
@@ -64,10 +65,77 @@ impl ClientContext for LoggingContext {
     }
 }
 
+/// Each record's delivery report settles its slot of the request's
+/// [`Completion`]; the request is woken once, when its last record settles
+/// (not once per record, as with one future per record).
+impl ProducerContext for LoggingContext {
+    type DeliveryOpaque = Box<Slot>;
+
+    fn delivery(&self, result: &DeliveryResult<'_>, slot: Box<Slot>) {
+        let outcome = match result {
+            Ok(message) => {
+                use rdkafka::Message as _;
+                Ok(Delivered { partition: message.partition(), offset: message.offset() })
+            }
+            Err((error, _)) => Err(classify(error)),
+        };
+        slot.completion.settle(slot.index, outcome);
+    }
+}
+
+/// One request's records on their way to Kafka: filled in by delivery
+/// reports (on the producer's polling thread) and by enqueue failures (on
+/// the request's thread), answered once when every record has settled.
+pub struct Completion {
+    state: Mutex<Settling>,
+}
+
+struct Settling {
+    results: Vec<Option<Result<Delivered, SinkError>>>,
+    remaining: usize,
+    reply: Option<oneshot::Sender<Vec<Result<Delivered, SinkError>>>>,
+}
+
+/// Which record of which request a delivery report is for.
+pub struct Slot {
+    completion: Arc<Completion>,
+    index: usize,
+}
+
+impl Completion {
+    fn new(count: usize) -> (Arc<Self>, oneshot::Receiver<Vec<Result<Delivered, SinkError>>>) {
+        let (reply, answer) = oneshot::channel();
+        let results = (0..count).map(|_| None).collect();
+        (Arc::new(Self { state: Mutex::new(Settling { results, remaining: count, reply: Some(reply) }) }), answer)
+    }
+
+    fn settle(&self, index: usize, outcome: Result<Delivered, SinkError>) {
+        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(place) = state.results.get_mut(index) else { return };
+        if place.is_some() {
+            return; // settled already (never twice: one report per record)
+        }
+        *place = Some(outcome);
+        state.remaining -= 1;
+        if state.remaining == 0
+            && let Some(reply) = state.reply.take()
+        {
+            let results = std::mem::take(&mut state.results);
+            drop(state);
+            let all = results.into_iter().map(|r| r.unwrap_or_else(|| Err(shut_down()))).collect();
+            let _ = reply.send(all);
+        }
+    }
+}
+
+fn shut_down() -> SinkError {
+    SinkError::Unavailable("the producer was shut down".into())
+}
+
 /// One producer instance and whether it has died of a fatal error.
 struct Generation {
-    /// The librdkafka producer.
-    producer: FutureProducer<LoggingContext>,
+    /// The librdkafka producer; its own thread polls delivery reports.
+    producer: ThreadedProducer<LoggingContext>,
     /// Shared with the producer's context, which sets it.
     fatal: Arc<AtomicBool>,
 }
@@ -228,41 +296,33 @@ fn classify(error: &KafkaError) -> SinkError {
     }
 }
 
-/// Hands one record to librdkafka; the future resolves with its fate.
+/// Hands one record to librdkafka; its delivery report settles `slot`.
 fn enqueue<'a>(
     generation: &Generation,
     topic: &str,
     key: &str,
     payload: &[u8],
     headers: impl ExactSizeIterator<Item = (&'a str, &'a str)>,
-) -> Result<DeliveryFuture, SinkError> {
+    slot: Box<Slot>,
+) -> Result<(), (SinkError, Box<Slot>)> {
     let mut owned = OwnedHeaders::new_with_capacity(headers.len());
     for (key, value) in headers {
         owned = owned.insert(Header { key, value: Some(value.as_bytes()) });
     }
-    let out = FutureRecord::to(topic).key(key).payload(payload).headers(owned);
-    generation.producer.send_result(out).map_err(|(error, _)| classify(&error))
+    let out = BaseRecord::with_opaque_to(topic, slot).key(key).payload(payload).headers(owned);
+    generation.producer.send(out).map_err(|(error, record)| (classify(&error), record.delivery_opaque))
 }
 
-/// Waits for every enqueued record's acknowledgement, in order, and notes
-/// when Kafka last acknowledged one (for readiness).
+/// Waits for the request's completion and notes when Kafka last
+/// acknowledged a record (for readiness).
 fn wait_all(
     inner: &Arc<Inner>,
-    pending: Vec<Result<DeliveryFuture, SinkError>>,
+    count: usize,
+    answer: oneshot::Receiver<Vec<Result<Delivered, SinkError>>>,
 ) -> BoxFuture<'static, Vec<Result<Delivered, SinkError>>> {
     let inner = Arc::clone(inner);
     async move {
-        let waits = pending.into_iter().map(|p| async move {
-            match p {
-                Err(e) => Err(e),
-                Ok(delivery) => match delivery.await {
-                    Ok(Ok(d)) => Ok(Delivered { partition: d.partition, offset: d.offset }),
-                    Ok(Err((error, _))) => Err(classify(&error)),
-                    Err(_) => Err(SinkError::Unavailable("the producer was shut down".into())),
-                },
-            }
-        });
-        let results = join_all(waits).await;
+        let results = answer.await.unwrap_or_else(|_| (0..count).map(|_| Err(shut_down())).collect());
         if results.iter().any(Result::is_ok) {
             let now = u64::try_from(inner.started.elapsed().as_millis()).unwrap_or(u64::MAX).max(1);
             inner.last_ack_ms.fetch_max(now, Ordering::Relaxed);
@@ -307,14 +367,18 @@ impl KafkaSink {
             Ok(generation) => generation,
             Err(error) => return futures::future::ready(records.iter().map(|_| Err(error.clone())).collect()).boxed(),
         };
-        let pending = records
-            .iter()
-            .map(|r| {
-                let (topic, key, payload, headers) = parts(r);
-                enqueue(&generation, topic, key, payload, headers)
-            })
-            .collect();
-        wait_all(&self.inner, pending)
+        if records.is_empty() {
+            return futures::future::ready(Vec::new()).boxed();
+        }
+        let (completion, answer) = Completion::new(records.len());
+        for (index, r) in records.iter().enumerate() {
+            let (topic, key, payload, headers) = parts(r);
+            let slot = Box::new(Slot { completion: Arc::clone(&completion), index });
+            if let Err((error, slot)) = enqueue(&generation, topic, key, payload, headers, slot) {
+                slot.completion.settle(slot.index, Err(error));
+            }
+        }
+        wait_all(&self.inner, records.len(), answer)
     }
 }
 
