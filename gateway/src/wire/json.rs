@@ -197,12 +197,15 @@ impl<'de> Visitor<'de> for StrictValue<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut object = Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            if object.contains_key(&key) {
-                self.0.set(Some(Strictness::DuplicateKey));
-                return Err(A::Error::custom(format!("duplicate key `{key}`")));
-            }
-            let value = map.next_value_seed(self)?;
-            object.insert(key, value);
+            // One hash per key: the vacant slot is held while the value is read.
+            let slot = match object.entry(key) {
+                serde_json::map::Entry::Vacant(slot) => slot,
+                serde_json::map::Entry::Occupied(taken) => {
+                    self.0.set(Some(Strictness::DuplicateKey));
+                    return Err(A::Error::custom(format!("duplicate key `{}`", taken.key())));
+                }
+            };
+            slot.insert(map.next_value_seed(self)?);
         }
         Ok(Value::Object(object))
     }
