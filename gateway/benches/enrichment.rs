@@ -87,7 +87,7 @@ fn time(setup: &Setup<'_>, rounds: usize, templates: &[Map<String, Value>], per_
                 received_at,
                 received_at_text: &received_at_text,
                 sent_at: None,
-                auth_method: "write-key",
+                auth_method: gateway::auth::AuthMethod::WriteKey,
                 subject: None,
                 client: setup.client,
                 clients: &state.clients,

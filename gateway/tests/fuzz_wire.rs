@@ -172,7 +172,7 @@ fn event_validation_never_panics_and_ids_travel_as_headers() {
         received_at: now,
         received_at_text: &now_text,
         sent_at: None,
-        auth_method: "write-key",
+        auth_method: gateway::auth::AuthMethod::WriteKey,
         subject: None,
         client: &client,
         clients: &state.clients,

@@ -243,7 +243,7 @@ fn admit(state: &AppState, source: &str, client: &ClientInfo, facts: &RequestFac
         received_at,
         received_at_text: &received_at_text,
         sent_at: Some("2024-11-14T22:13:21Z"),
-        auth_method: "write-key",
+        auth_method: crate::auth::AuthMethod::WriteKey,
         subject: None,
         client,
         clients: &state.clients,

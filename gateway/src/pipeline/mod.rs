@@ -28,7 +28,7 @@ pub use self::enrichment::MAX_ENRICHMENT_BYTES;
 pub use self::envelope::{MAX_KEY_BYTES, MAX_MESSAGE_ID_LEN, check_message_id};
 use self::record::warning_text;
 pub use self::route::IDENTITY_DOMAIN;
-use crate::auth::Source;
+use crate::auth::{AuthMethod, Source};
 use crate::code::Code;
 use crate::config::KafkaConfig;
 use crate::enrich::{ClientInfo, ClientResolver};
@@ -44,9 +44,9 @@ pub enum Verdict {
     DeadLetter {
         /// The dead-letter record.
         record: OutRecord,
-        /// Stable machine code of the reason ([`Code::as_str`]; text
-        /// because it is written into the record as it is).
-        code: &'static str,
+        /// Stable machine code of the reason (its [`Code::as_str`] is
+        /// written into the record).
+        code: Code,
         /// The reason in words.
         message: String,
         /// Schema violations, when the reason is the schema.
@@ -107,7 +107,7 @@ pub struct Admission<'a> {
     /// The batch's `sentAt`, if any; an event's own `sentAt` wins.
     pub sent_at: Option<&'a str>,
     /// How the request authenticated, carried as the `auth` header.
-    pub auth_method: &'static str,
+    pub auth_method: AuthMethod,
     /// A verified JWT's subject: it replaces whatever `userId` the event
     /// says, so a client cannot speak for another user.
     pub subject: Option<&'a str>,
@@ -199,14 +199,12 @@ impl Admission<'_> {
                 self.edge.consent(&route.name, &event),
             ) {
                 (Ok(time), Ok(consent_warning)) => self.accept(&route, &message_id, event, &time, consent_warning),
-                (Err(message), _) => {
-                    self.dead_letter(&event, &message_id, Code::InvalidTimestamp.as_str(), message, Vec::new())
-                }
+                (Err(message), _) => self.dead_letter(&event, &message_id, Code::InvalidTimestamp, message, Vec::new()),
                 (_, Err((code, message))) => self.dead_letter(&event, &message_id, code, message, Vec::new()),
             },
             Err(Refusal::Reject(code, message)) => Verdict::Reject { code, message },
             Err(Refusal::DeadLetter(code, message, errors)) => {
-                self.dead_letter(&event, &message_id, code.as_str(), message, errors)
+                self.dead_letter(&event, &message_id, code, message, errors)
             }
         };
         Planned { message_id: Some(message_id), verdict }

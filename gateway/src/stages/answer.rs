@@ -158,7 +158,7 @@ fn assemble(planned: Vec<Planned>, mut results: impl Iterator<Item = Result<Deli
             (Verdict::DeadLetter { record, code, message, errors }, _) => {
                 outcome.status = EventStatus::Invalid;
                 outcome.topic = Some(record.topic);
-                outcome.code = Some(code);
+                outcome.code = Some(code.as_str());
                 outcome.message = Some(message);
                 outcome.errors = errors;
             }
