@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
 
 use chrono::{DateTime, Utc};
-use eventgw_schemas::{Catalog, SchemaViolation};
+use eventgw_schemas::{Catalog, Rollout, SchemaViolation};
 use serde_json::Value;
 
 pub use self::clock::{
@@ -89,6 +89,19 @@ pub struct Planned {
     pub message_id: Option<String>,
     /// What happens to it.
     pub verdict: Verdict,
+    /// The schema it broke, if it broke one (dead-lettered under `enforce`,
+    /// waived under `warn` and `observe`): the stage counts it in
+    /// `eventgw_contract_violations_total`.
+    pub violation: Option<ContractViolation>,
+}
+
+/// An event that broke its catalog schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContractViolation {
+    /// `domain/schema`.
+    pub schema: String,
+    /// The schema's rollout: whether the violation was enforced.
+    pub rollout: Rollout,
 }
 
 /// Everything an event's verdict depends on besides the event: the
@@ -117,8 +130,6 @@ pub struct Admission<'a> {
     pub clients: &'a ClientResolver,
     /// Largest event accepted, as compact JSON.
     pub max_event_bytes: usize,
-    /// Where contract violations are counted, by schema and rollout.
-    pub metrics: &'a crate::telemetry::Metrics,
     /// Registry ids of framed domains' schemas (Confluent wire format).
     pub schema_ids: &'a crate::registry::SchemaIds,
     /// Geo, device, bots, IP policy, personal data, suppression, consent.
@@ -162,7 +173,11 @@ impl Admission<'_> {
                     let hash = ids.hash_one(id.as_str());
                     let first = produced.get(&hash).copied();
                     if let Some(first) = first.filter(|f| planned[*f].message_id.as_deref() == Some(id.as_str())) {
-                        planned.push(Planned { message_id: Some(id.clone()), verdict: Verdict::Duplicate { first } });
+                        planned.push(Planned {
+                            message_id: Some(id.clone()),
+                            verdict: Verdict::Duplicate { first },
+                            violation: None,
+                        });
                         continue;
                     }
                     Some(hash)
@@ -189,8 +204,9 @@ impl Admission<'_> {
         // check has passed, so a refused event is still the one received
         // (with its envelope normalised).
         let event = Value::Object(event);
+        let mut violation = None;
         let verdict = match normalized.map_err(|(code, message)| Refusal::dead(code, message)).and_then(|()| {
-            let route = self.route(&event)?;
+            let route = self.route(&event, &mut violation)?;
             envelope::check_key(&route.key).map_err(|(code, message)| Refusal::dead(code, message))?;
             Ok(route)
         }) {
@@ -207,7 +223,7 @@ impl Admission<'_> {
                 self.dead_letter(&event, &message_id, code, message, errors)
             }
         };
-        Planned { message_id: Some(message_id), verdict }
+        Planned { message_id: Some(message_id), verdict, violation }
     }
 
     /// Enriches a valid event into its record, unless enrichment made the
@@ -245,5 +261,5 @@ impl Refusal {
 }
 
 fn reject(message_id: Option<String>, code: Code, message: String) -> Planned {
-    Planned { message_id, verdict: Verdict::Reject { code, message } }
+    Planned { message_id, verdict: Verdict::Reject { code, message }, violation: None }
 }
