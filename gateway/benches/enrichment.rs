@@ -26,8 +26,9 @@ use gateway::enrich::ClientInfo;
 use gateway::enrichment::device::ClientHints;
 use gateway::enrichment::request::EdgeRequest;
 use gateway::enrichment::{BotPolicy, RequestFacts};
-use gateway::pipeline::{Admission, EventTime, format_time};
+use gateway::pipeline::{EventTime, format_time};
 use gateway::sink::MemorySink;
+use gateway::stages::admit::{Arrival, admission};
 use serde_json::{Map, Value, json};
 
 /// The gateway's own allocator (`main.rs`), so the figures are the ones it pays.
@@ -80,22 +81,15 @@ fn time(setup: &Setup<'_>, rounds: usize, templates: &[Map<String, Value>], per_
             let request = events.split_off(events.len().saturating_sub(per_request));
             let edge =
                 EdgeRequest::new(&state.edge, &state.catalog, &source.id, setup.facts, setup.client, 1_700_000_000);
-            let admission = Admission {
-                catalog: &state.catalog,
-                source,
-                kafka: &state.config.kafka,
+            let arrival = Arrival {
                 received_at,
                 received_at_text: &received_at_text,
                 sent_at: None,
-                auth_method: "write-key",
-                subject: None,
                 client: setup.client,
-                clients: &state.clients,
-                max_event_bytes: state.config.limits.max_event_bytes,
-                metrics: &state.metrics,
                 schema_ids: &schema_ids,
                 edge: &edge,
             };
+            let admission = admission(state, setup.principal, arrival);
             for event in request {
                 black_box(admission.enriched_payload("Page Viewed", event, &time, None));
             }

@@ -40,7 +40,7 @@ pub enum ApiError {
     /// The source is strict and at least one event would not be accepted:
     /// nothing of the batch is produced.
     #[error("the source is strict and {0} event(s) would not be accepted; nothing was produced")]
-    BatchRejected(usize, Vec<crate::stages::answer::EventOutcome>),
+    BatchRejected(usize, Vec<crate::outcome::EventOutcome>),
     /// A CORS preflight from an origin no source allows.
     #[error("origin `{0}` is not allowed by any source")]
     OriginNotAllowed(String),
@@ -104,7 +104,7 @@ pub struct ErrorBody<'a> {
 struct RejectedBatch<'a> {
     code: &'a str,
     message: String,
-    events: &'a [crate::stages::answer::EventOutcome],
+    events: &'a [crate::outcome::EventOutcome],
 }
 
 /// The stable code of credentials the auth module refused.

@@ -1,4 +1,4 @@
-//! `gateway serve|topics|check-config [--config FILE]`: reads the
+//! `gateway [serve|topics|check-config|spool] [--config FILE]`: reads the
 //! arguments and the configuration, sets up logging, binds the listener
 //! and hands over to [`gateway::run`].
 
@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use gateway::config::Config;
+use gateway::sink::spool::cli::SpoolCommand;
 use gateway::tls::CertificateStore;
 use gateway::{AppState, topics};
 
@@ -16,59 +17,70 @@ use gateway::{AppState, topics};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-const USAGE: &str = "usage: gateway [serve|topics|check-config|spool] [--config FILE]
-  serve         run the HTTP gateway (default)
-  topics        create the catalog's and the gateway's topics where missing
-  check-config  load the configuration and the catalog, then exit
-  spool         status|inspect|replay of the local spool (gateway spool --help)
-The config file defaults to $EVENTGW_CONFIG; every key can be overridden
-with EVENTGW__SECTION__KEY=value.";
+/// The command line. Argument parsing is clap's: the binary's code is only
+/// what each command does.
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "gateway",
+    about = "The event-tracking ingestion gateway",
+    after_help = "The config file defaults to $EVENTGW_CONFIG; every key can be overridden \
+                  with EVENTGW__SECTION__KEY=value."
+)]
+struct Cli {
+    /// The configuration file (TOML).
+    #[arg(short, long, global = true, value_name = "FILE", env = "EVENTGW_CONFIG")]
+    config: Option<PathBuf>,
+    /// What to do; `serve` when none is named.
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+enum Command {
+    /// Run the HTTP gateway (the default).
+    Serve,
+    /// Create the catalog's and the gateway's topics where missing.
+    Topics,
+    /// Load the configuration and the catalog, then exit.
+    CheckConfig,
+    /// Status, inspect or replay of the local spool.
+    #[command(subcommand)]
+    Spool(SpoolCommand),
+}
 
 fn main() -> anyhow::Result<()> {
+    let cli = <Cli as clap::Parser>::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,librdkafka=warn".into()),
         )
         .init();
-    if std::env::args().nth(1).as_deref() == Some("spool") {
-        return gateway::sink::spool::cli::main(std::env::args().skip(2));
-    }
-    let mut args = std::env::args().skip(1);
-    let mut command = "serve".to_owned();
-    let mut config_path = std::env::var_os("EVENTGW_CONFIG").map(PathBuf::from);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--config" | "-c" => config_path = Some(args.next().context("--config needs a file")?.into()),
-            "--help" | "-h" => {
-                println!("{USAGE}");
-                return Ok(());
-            }
-            "serve" | "topics" | "check-config" => command = arg,
-            other => anyhow::bail!("unknown argument `{other}`\n{USAGE}"),
-        }
-    }
-    let path = config_path.context(format!("no configuration: pass --config FILE or set EVENTGW_CONFIG\n{USAGE}"))?;
+    let path = cli.config.context("no configuration: pass --config FILE or set EVENTGW_CONFIG (see --help)")?;
     let config = Config::load(&path)?;
+    let command = cli.command.unwrap_or(Command::Serve);
+    if let Command::Spool(spool) = command {
+        return gateway::sink::spool::cli::main(spool, &config);
+    }
     let runtime = actix_web::rt::System::new();
-    runtime.block_on(command_for(&command, config))
+    runtime.block_on(command_for(command, config))
 }
 
-async fn command_for(command: &str, config: Config) -> anyhow::Result<()> {
+async fn command_for(command: Command, config: Config) -> anyhow::Result<()> {
     match command {
-        "check-config" => {
+        Command::CheckConfig => {
             config.server.tls.as_ref().map(CertificateStore::load).transpose()?;
             let state = AppState::with_kafka(config)?;
             println!("configuration and catalog are valid: {} events", state.catalog.events().len());
             Ok(())
         }
-        "topics" => {
+        Command::Topics => {
             let state = AppState::with_kafka(config)?;
             let created = topics::ensure_all(&state.catalog, &state.config).await?;
             println!("created {} topic(s): {}", created.len(), created.join(", "));
             Ok(())
         }
-        _ => {
+        Command::Serve | Command::Spool(_) => {
             let listen = config.server.listen;
             let listener = TcpListener::bind(listen).with_context(|| format!("cannot listen on {listen}"))?;
             let signals = gateway::run::os_signals().context("cannot listen for signals")?;

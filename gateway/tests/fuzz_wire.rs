@@ -15,7 +15,7 @@ use gateway::AppState;
 use gateway::auth::{Credentials, header_credentials};
 use gateway::config::LimitsConfig;
 use gateway::enrich::ClientInfo;
-use gateway::pipeline::{Admission, MAX_MESSAGE_ID_LEN, Verdict, format_time};
+use gateway::pipeline::{MAX_MESSAGE_ID_LEN, Verdict, format_time};
 use gateway::sink::MemorySink;
 use gateway::wire::{JsonLimits, decode_batch, gunzip};
 use proptest::prelude::*;
@@ -165,22 +165,16 @@ fn event_validation_never_panics_and_ids_travel_as_headers() {
         &client,
         now.timestamp(),
     );
-    let admission = Admission {
-        catalog: &state.catalog,
-        source: &principal.source,
-        kafka: &state.config.kafka,
+    let schema_ids = state.schema_ids.load();
+    let arrival = gateway::stages::admit::Arrival {
         received_at: now,
         received_at_text: &now_text,
         sent_at: None,
-        auth_method: "write-key",
-        subject: None,
         client: &client,
-        clients: &state.clients,
-        max_event_bytes: state.config.limits.max_event_bytes,
-        metrics: &state.metrics,
-        schema_ids: &state.schema_ids.load(),
+        schema_ids: &schema_ids,
         edge: &edge,
     };
+    let admission = gateway::stages::admit::admission(&state, &principal, arrival);
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig { cases: 512, ..ProptestConfig::default() });
     runner
         .run(&prop_oneof![event_strategy(), json_value()], |event| {

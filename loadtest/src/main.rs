@@ -2,36 +2,37 @@
 //!
 //!   loadtest ceiling --listen 127.0.0.1:8090 [--workers 2] [--delay-ms 0]
 //!   loadtest run --url URL --rate R --seconds S [--batch N] [--gzip] [--key K | --bearer T]
+//!   loadtest token --secret S --issuer I   (an HS256 JWT for the JWT variant)
 //!   loadtest suite --gateway URL --ceiling URL --brokers B --out BENCHMARKS.md [...]
 //!   loadtest bench-catalog --out DIR [--types 200]   (the generated `bench` domain)
 //!   loadtest curves --gateway URL --catalog DIR --gateway-pid PID [--runs 3] [--seconds 4]
 //!                   [--events-per-sec 8000] [--only CURVE]   (prints the "Cost curves" section)
 //!
 //! Every run is open-loop, bounded in requests and time, loopback only.
+//! `loadtest COMMAND --help` lists each command's flags.
 
 use std::net::TcpListener;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use eventgw_loadtest::args::Args;
+use clap::{CommandFactory, FromArgMatches};
+use eventgw_loadtest::args::{Args, CeilingArgs, Cli, Command, RunArgs, TokenArgs};
 use eventgw_loadtest::generator::{self, Auth, RunConfig};
 use eventgw_loadtest::{bench_catalog, ceiling, client, curves, suite, workload};
 
 fn main() -> anyhow::Result<()> {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    let (command, rest) =
-        argv.split_first().context("usage: loadtest ceiling|run|suite|curves|bench-catalog|token [--flags]")?;
-    let args = Args::parse(rest)?;
-    match command.as_str() {
-        "ceiling" => ceiling_server(&args),
-        "run" => runtime()?.block_on(single_run(&args)),
-        "suite" => runtime()?.block_on(suite::suite(&args)),
-        "curves" => runtime()?.block_on(curves::curves(&args)),
-        "bench-catalog" => bench_catalog::write(&PathBuf::from(args.required("out")?), args.get("types", 200)?),
-        "token" => token(&args),
-        other => anyhow::bail!("unknown command `{other}`; use ceiling, run, suite, curves, bench-catalog or token"),
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // `suite` and `curves` read their flags by name, where they are used.
+    let flags = || matches.subcommand().map(|(_, m)| Args::from_matches(m)).context("a command");
+    match cli.command {
+        Command::Ceiling(args) => ceiling_server(&args),
+        Command::Run(args) => runtime()?.block_on(single_run(&args)),
+        Command::Suite(_) => runtime()?.block_on(suite::suite(&flags()?)),
+        Command::Curves(_) => runtime()?.block_on(curves::curves(&flags()?)),
+        Command::BenchCatalog(args) => bench_catalog::write(&args.out, args.types),
+        Command::Token(args) => token(&args),
     }
 }
 
@@ -39,34 +40,27 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?)
 }
 
-fn ceiling_server(args: &Args) -> anyhow::Result<()> {
-    let listen: String = args.get("listen", "127.0.0.1:8090".to_owned())?;
-    let workers: usize = args.get("workers", 2)?;
-    let delay = Duration::from_millis(args.get("delay-ms", 0)?);
-    let listener = TcpListener::bind(&listen).with_context(|| format!("cannot listen on {listen}"))?;
+fn ceiling_server(args: &CeilingArgs) -> anyhow::Result<()> {
+    let (listen, workers) = (&args.listen, args.workers);
+    let delay = Duration::from_millis(args.delay_ms);
+    let listener = TcpListener::bind(listen).with_context(|| format!("cannot listen on {listen}"))?;
     eprintln!("HTTP ceiling server on {listen} ({workers} workers)");
     actix_web::rt::System::new().block_on(async move { ceiling::serve(listener, workers, delay)?.await })?;
     Ok(())
 }
 
-async fn single_run(args: &Args) -> anyhow::Result<()> {
-    let catalog: PathBuf = args.get("catalog", PathBuf::from("schemas"))?;
-    let workload = workload::Workload::from_catalog(
-        &catalog,
-        args.get("batch", 1)?,
-        args.flag("gzip"),
-        args.get("users", 10_000)?,
-    )?;
-    let auth = match args.get("bearer", String::new())? {
-        token if !token.is_empty() => Auth::Bearer(token),
-        _ => Auth::WriteKey(args.get("key", "demo-write-key".to_owned())?),
+async fn single_run(args: &RunArgs) -> anyhow::Result<()> {
+    let workload = workload::Workload::from_catalog(&args.catalog, args.batch, args.gzip, args.users)?;
+    let auth = match &args.bearer {
+        Some(token) if !token.is_empty() => Auth::Bearer(token.clone()),
+        _ => Auth::WriteKey(args.key.clone()),
     };
     let config = RunConfig {
-        url: args.required("url")?,
-        rate: args.get("rate", 100.0)?,
-        duration: Duration::from_secs_f64(args.get("seconds", 5.0)?),
+        url: args.url.clone(),
+        rate: args.rate,
+        duration: Duration::from_secs_f64(args.seconds),
         auth,
-        timeout: Duration::from_secs(args.get("timeout-secs", 10)?),
+        timeout: Duration::from_secs(args.timeout_secs),
     };
     let result = generator::run(&client()?, &config, Arc::new(workload), Instant::now()).await;
     println!("{}", suite::summary(&format!("{} rps", config.rate), &result));
@@ -74,11 +68,11 @@ async fn single_run(args: &Args) -> anyhow::Result<()> {
 }
 
 /// Prints an HS256 JWT for the benchmark's JWT variant, valid for a day.
-fn token(args: &Args) -> anyhow::Result<()> {
+fn token(args: &TokenArgs) -> anyhow::Result<()> {
     let now = jsonwebtoken::get_current_timestamp();
-    let claims = serde_json::json!({"iss": args.required("issuer")?, "sub": "loadtest", "aud": "eventgw",
+    let claims = serde_json::json!({"iss": args.issuer, "sub": "loadtest", "aud": "eventgw",
         "exp": now + 86_400, "nbf": now - 60});
-    let key = jsonwebtoken::EncodingKey::from_secret(args.required("secret")?.as_bytes())?;
+    let key = jsonwebtoken::EncodingKey::from_secret(args.secret.as_bytes())?;
     println!("{}", jsonwebtoken::encode(&jsonwebtoken::Header::default(), &claims, &key)?);
     Ok(())
 }

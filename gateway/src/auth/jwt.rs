@@ -4,7 +4,6 @@
 //! are required, and the subject claim becomes the event's `userId`.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use base64::Engine;
@@ -15,8 +14,8 @@ use serde_json::Value;
 use super::jwks::{Jwks, JwksLocation, NamedKey, find};
 pub use crate::config::jwt::{IssuerConfig, KeyConfig};
 
-/// Most verified tokens kept; past it expired ones go, then the least
-/// recently used quarter.
+/// Most verified tokens kept; past it moka evicts (TinyLFU: the tokens
+/// used least often go first).
 pub const TOKEN_CACHE_CAPACITY: usize = 10_000;
 
 /// Why a token is refused; each is a 401 with its own code (`crate::error::jwt_code`).
@@ -80,46 +79,49 @@ struct Issuer {
 /// Verifies tokens of every configured issuer, caching verified ones until expiry.
 pub struct JwtVerifier {
     issuers: HashMap<String, Issuer>,
-    cache: Mutex<TokenCache>,
+    cache: TokenCache,
 }
 
-/// Verified tokens until they expire, bounded: when full, expired entries
-/// are dropped, then the least recently used quarter, so a flood of new
-/// tokens never empties it of the ones in use (the old cache started over).
-/// Hand-written: a tick per entry and an occasional O(n) eviction are all
-/// it needs, and the crate has no cache dependency to take on for it.
+/// Verified tokens until they expire, bounded. moka's cache, not a
+/// hand-written one: it bounds the entries with TinyLFU admission (a flood
+/// of one-off tokens does not push out the ones in use, and it never
+/// empties itself), expires each entry at its token's `exp`, and takes no
+/// lock shared by every request.
 struct TokenCache {
-    capacity: usize,
-    entries: HashMap<String, (Verified, u64)>,
-    tick: u64,
+    entries: moka::sync::Cache<String, Verified>,
 }
 
 impl TokenCache {
     fn new(capacity: usize) -> Self {
-        Self { capacity: capacity.max(4), entries: HashMap::new(), tick: 0 }
+        let capacity = u64::try_from(capacity).unwrap_or(u64::MAX);
+        Self { entries: moka::sync::Cache::builder().max_capacity(capacity).expire_after(UntilExp).build() }
     }
 
-    fn get(&mut self, token: &str, now: u64) -> Option<Verified> {
-        self.tick += 1;
-        let (verified, used) = self.entries.get_mut(token).filter(|(v, _)| v.expires_at > now)?;
-        *used = self.tick;
-        Some(verified.clone())
+    /// The verified token, unless it expired (checked to the second here:
+    /// moka's expiry may lag a little behind `exp`).
+    fn get(&self, token: &str, now: u64) -> Option<Verified> {
+        self.entries.get(token).filter(|v| v.expires_at > now)
     }
 
-    fn insert(&mut self, token: &str, verified: Verified, now: u64) {
-        if self.entries.len() >= self.capacity {
-            self.entries.retain(|_, (v, _)| v.expires_at > now);
+    fn insert(&self, token: &str, verified: Verified, now: u64) {
+        if verified.expires_at > now {
+            self.entries.insert(token.to_owned(), verified);
         }
-        if self.entries.len() >= self.capacity {
-            let mut ticks: Vec<u64> = self.entries.values().map(|(_, used)| *used).collect();
-            let quarter = self.capacity / 4;
-            let (_, cut, _) = ticks.select_nth_unstable(quarter);
-            let cut = *cut;
-            self.entries.retain(|_, (_, used)| *used > cut);
-        }
-        self.tick += 1;
-        self.entries.insert(token.to_owned(), (verified, self.tick));
     }
+}
+
+/// Each cached token expires at its `exp`.
+struct UntilExp;
+
+impl moka::Expiry<String, Verified> for UntilExp {
+    fn expire_after_create(&self, _: &String, verified: &Verified, _: std::time::Instant) -> Option<Duration> {
+        Some(until(verified.expires_at, jsonwebtoken::get_current_timestamp()))
+    }
+}
+
+/// How long from `now` to `expires_at` (both seconds since the epoch).
+fn until(expires_at: u64, now: u64) -> Duration {
+    Duration::from_secs(expires_at.saturating_sub(now))
 }
 
 impl JwtVerifier {
@@ -156,19 +158,17 @@ impl JwtVerifier {
             });
             built.insert(name.clone(), Issuer { config: config.clone(), keys, jwks });
         }
-        Ok(Self { issuers: built, cache: Mutex::new(TokenCache::new(TOKEN_CACHE_CAPACITY)) })
+        Ok(Self { issuers: built, cache: TokenCache::new(TOKEN_CACHE_CAPACITY) })
     }
 
     /// Verifies `token` and returns who it speaks for.
     pub async fn verify(&self, token: &str, source_exists: impl Fn(&str) -> bool) -> Result<Verified, JwtError> {
         let now = jsonwebtoken::get_current_timestamp();
-        if let Some(hit) = self.cache.lock().ok().and_then(|mut c| c.get(token, now)) {
+        if let Some(hit) = self.cache.get(token, now) {
             return Ok(hit);
         }
         let verified = self.verify_uncached(token, source_exists).await?;
-        if let Ok(mut cache) = self.cache.lock() {
-            cache.insert(token, verified.clone(), now);
-        }
+        self.cache.insert(token, verified.clone(), now);
         Ok(verified)
     }
 
@@ -306,26 +306,40 @@ mod tests {
 
     #[test]
     fn a_full_token_cache_keeps_the_tokens_in_use_and_stays_bounded() {
-        let mut cache = TokenCache::new(100);
-        cache.insert("in-use", verified(1_000), 10);
+        // moka's expiry reads the real clock: the tokens are valid for an hour from now.
+        let now = jsonwebtoken::get_current_timestamp();
+        let cache = TokenCache::new(100);
+        cache.insert("in-use", verified(now + 3_600), now);
         for i in 0..1_000 {
-            cache.insert(&format!("t{i}"), verified(1_000), 10);
-            assert!(cache.get("in-use", 10).is_some(), "the token in use survives insert {i}");
-            assert!(cache.entries.len() <= 100, "bounded at insert {i}");
+            cache.insert(&format!("t{i}"), verified(now + 3_600), now);
+            assert!(cache.get("in-use", now).is_some(), "the token in use survives insert {i}");
         }
-        assert!(cache.entries.len() > 50, "never emptied: {}", cache.entries.len());
+        cache.entries.run_pending_tasks();
+        let count = cache.entries.entry_count();
+        assert!(count <= 100, "bounded at the capacity: {count}");
+        assert!(count > 50, "never emptied: {count}");
     }
 
     #[test]
-    fn expired_tokens_are_not_answered_and_go_first() {
-        let mut cache = TokenCache::new(4);
-        cache.insert("old", verified(5), 1);
-        assert!(cache.get("old", 5).is_none(), "expired at its exp");
-        for token in ["a", "b", "c"] {
-            cache.insert(token, verified(100), 1);
-        }
-        cache.insert("d", verified(100), 6);
-        assert!(!cache.entries.contains_key("old"), "the expired one went first");
-        assert_eq!(cache.entries.len(), 4);
+    fn tokens_are_answered_until_their_exp_and_not_from_it() {
+        let now = jsonwebtoken::get_current_timestamp();
+        let cache = TokenCache::new(4);
+        cache.insert("t", verified(now + 60), now);
+        assert!(cache.get("t", now + 59).is_some(), "valid the second before exp");
+        assert!(cache.get("t", now + 60).is_none(), "expired at its exp");
+        cache.insert("old", verified(now), now);
+        cache.entries.run_pending_tasks();
+        assert!(!cache.entries.contains_key("old"), "an expired token is not kept");
+    }
+
+    #[test]
+    fn entries_expire_at_their_token_exp() {
+        use moka::Expiry;
+        assert_eq!(until(1_060, 1_000), Duration::from_secs(60));
+        assert_eq!(until(1_000, 1_060), Duration::ZERO);
+        let now = jsonwebtoken::get_current_timestamp();
+        let ttl = UntilExp.expire_after_create(&"t".to_owned(), &verified(now + 60), std::time::Instant::now());
+        // `now` is read again inside: a second may have passed.
+        assert!(ttl.is_some_and(|d| (59..=60).contains(&d.as_secs())), "{ttl:?}");
     }
 }

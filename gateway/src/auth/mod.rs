@@ -54,8 +54,27 @@ pub struct Principal {
     pub source: Arc<Source>,
     /// The JWT subject; it overrides `userId` in every event.
     pub subject: Option<String>,
-    /// `write-key` or `jwt`, carried as the `auth` record header.
-    pub method: &'static str,
+    /// How it authenticated, carried as the `auth` record header.
+    pub method: AuthMethod,
+}
+
+/// How a request authenticated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthMethod {
+    /// A source's write key (header, body or URL).
+    WriteKey,
+    /// A verified JWT bearer token.
+    Jwt,
+}
+
+impl AuthMethod {
+    /// The value of the `auth` record header.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::WriteKey => "write-key",
+            Self::Jwt => "jwt",
+        }
+    }
 }
 
 /// Credentials from the `Authorization` header.
@@ -132,7 +151,7 @@ impl AuthState {
         let found =
             self.by_key_hash.get_key_value(&presented).filter(|(stored, _)| bool::from(stored.ct_eq(&presented)));
         let (_, source) = found.ok_or(AuthError::InvalidWriteKey)?;
-        Ok(Principal { source: Arc::clone(source), subject: None, method: "write-key" })
+        Ok(Principal { source: Arc::clone(source), subject: None, method: AuthMethod::WriteKey })
     }
 
     /// Checks credentials from the header.
@@ -143,7 +162,7 @@ impl AuthState {
                 let verified =
                     self.jwt.verify(&token, |id| self.by_id.contains_key(id)).await.map_err(AuthError::Jwt)?;
                 let source = self.by_id.get(&verified.source_id).cloned().ok_or(AuthError::InvalidWriteKey)?;
-                Ok(Principal { source, subject: Some(verified.subject), method: "jwt" })
+                Ok(Principal { source, subject: Some(verified.subject), method: AuthMethod::Jwt })
             }
         }
     }

@@ -20,6 +20,13 @@ struct Generations<K, V> {
 }
 
 /// Up to `2 * bound` entries, most recently used kept.
+///
+/// Hand-written on purpose, not a cache crate: it sits on the per-event
+/// enrichment path (sub-microsecond per event is the target in
+/// `BENCHMARKS.md`), and two generations give a lookup with no allocation
+/// per lookup and no per-entry bookkeeping, with no expiry to pay for (geo
+/// and user-agent results do not go stale within a process). The JWT cache,
+/// which needs expiry, uses moka instead.
 #[derive(Debug)]
 pub struct BoundedCache<K, V> {
     generations: Mutex<Generations<K, V>>,

@@ -146,7 +146,7 @@ impl<'a> EdgeRequest<'a> {
     /// The consent check of event `name` under its rollout: `Ok` with an
     /// optional `consent-warning` (rollout `warn`), or the dead-letter
     /// reason and message (rollout `enforce`).
-    pub fn consent(&self, name: &str, event: &Value) -> Result<Option<String>, (&'static str, String)> {
+    pub fn consent(&self, name: &str, event: &Value) -> Result<Option<String>, (crate::code::Code, String)> {
         if !self.settings.privacy.consent {
             return Ok(None);
         }

@@ -236,22 +236,15 @@ fn admit(state: &AppState, source: &str, client: &ClientInfo, facts: &RequestFac
     let received_at_text = format_time(received_at);
     let schema_ids = state.schema_ids.load();
     let edge = EdgeRequest::new(&state.edge, &state.catalog, source, facts, client, received_at.timestamp());
-    let admission = Admission {
-        catalog: &state.catalog,
-        source: &principal.source,
-        kafka: &state.config.kafka,
+    let arrival = crate::stages::admit::Arrival {
         received_at,
         received_at_text: &received_at_text,
         sent_at: Some("2024-11-14T22:13:21Z"),
-        auth_method: "write-key",
-        subject: None,
         client,
-        clients: &state.clients,
-        max_event_bytes: state.config.limits.max_event_bytes,
-        metrics: &state.metrics,
         schema_ids: &schema_ids,
         edge: &edge,
     };
+    let admission = crate::stages::admit::admission(state, &principal, arrival);
     REFERENCE.set(reference);
     let planned = admission.admit_all(events());
     REFERENCE.set(false);

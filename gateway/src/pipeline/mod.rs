@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
 
 use chrono::{DateTime, Utc};
-use eventgw_schemas::{Catalog, SchemaViolation};
+use eventgw_schemas::{Catalog, Rollout, SchemaViolation};
 use serde_json::Value;
 
 pub use self::clock::{
@@ -28,7 +28,7 @@ pub use self::enrichment::MAX_ENRICHMENT_BYTES;
 pub use self::envelope::{MAX_KEY_BYTES, MAX_MESSAGE_ID_LEN, check_message_id};
 use self::record::warning_text;
 pub use self::route::IDENTITY_DOMAIN;
-use crate::auth::Source;
+use crate::auth::{AuthMethod, Source};
 use crate::code::Code;
 use crate::config::KafkaConfig;
 use crate::enrich::{ClientInfo, ClientResolver};
@@ -44,9 +44,9 @@ pub enum Verdict {
     DeadLetter {
         /// The dead-letter record.
         record: OutRecord,
-        /// Stable machine code of the reason ([`Code::as_str`]; text
-        /// because it is written into the record as it is).
-        code: &'static str,
+        /// Stable machine code of the reason (its [`Code::as_str`] is
+        /// written into the record).
+        code: Code,
         /// The reason in words.
         message: String,
         /// Schema violations, when the reason is the schema.
@@ -89,6 +89,19 @@ pub struct Planned {
     pub message_id: Option<String>,
     /// What happens to it.
     pub verdict: Verdict,
+    /// The schema it broke, if it broke one (dead-lettered under `enforce`,
+    /// waived under `warn` and `observe`): the stage counts it in
+    /// `eventgw_contract_violations_total`.
+    pub violation: Option<ContractViolation>,
+}
+
+/// An event that broke its catalog schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContractViolation {
+    /// `domain/schema`.
+    pub schema: String,
+    /// The schema's rollout: whether the violation was enforced.
+    pub rollout: Rollout,
 }
 
 /// Everything an event's verdict depends on besides the event: the
@@ -107,7 +120,7 @@ pub struct Admission<'a> {
     /// The batch's `sentAt`, if any; an event's own `sentAt` wins.
     pub sent_at: Option<&'a str>,
     /// How the request authenticated, carried as the `auth` header.
-    pub auth_method: &'static str,
+    pub auth_method: AuthMethod,
     /// A verified JWT's subject: it replaces whatever `userId` the event
     /// says, so a client cannot speak for another user.
     pub subject: Option<&'a str>,
@@ -117,8 +130,6 @@ pub struct Admission<'a> {
     pub clients: &'a ClientResolver,
     /// Largest event accepted, as compact JSON.
     pub max_event_bytes: usize,
-    /// Where contract violations are counted, by schema and rollout.
-    pub metrics: &'a crate::telemetry::Metrics,
     /// Registry ids of framed domains' schemas (Confluent wire format).
     pub schema_ids: &'a crate::registry::SchemaIds,
     /// Geo, device, bots, IP policy, personal data, suppression, consent.
@@ -162,7 +173,11 @@ impl Admission<'_> {
                     let hash = ids.hash_one(id.as_str());
                     let first = produced.get(&hash).copied();
                     if let Some(first) = first.filter(|f| planned[*f].message_id.as_deref() == Some(id.as_str())) {
-                        planned.push(Planned { message_id: Some(id.clone()), verdict: Verdict::Duplicate { first } });
+                        planned.push(Planned {
+                            message_id: Some(id.clone()),
+                            verdict: Verdict::Duplicate { first },
+                            violation: None,
+                        });
                         continue;
                     }
                     Some(hash)
@@ -189,8 +204,9 @@ impl Admission<'_> {
         // check has passed, so a refused event is still the one received
         // (with its envelope normalised).
         let event = Value::Object(event);
+        let mut violation = None;
         let verdict = match normalized.map_err(|(code, message)| Refusal::dead(code, message)).and_then(|()| {
-            let route = self.route(&event)?;
+            let route = self.route(&event, &mut violation)?;
             envelope::check_key(&route.key).map_err(|(code, message)| Refusal::dead(code, message))?;
             Ok(route)
         }) {
@@ -199,17 +215,15 @@ impl Admission<'_> {
                 self.edge.consent(&route.name, &event),
             ) {
                 (Ok(time), Ok(consent_warning)) => self.accept(&route, &message_id, event, &time, consent_warning),
-                (Err(message), _) => {
-                    self.dead_letter(&event, &message_id, Code::InvalidTimestamp.as_str(), message, Vec::new())
-                }
+                (Err(message), _) => self.dead_letter(&event, &message_id, Code::InvalidTimestamp, message, Vec::new()),
                 (_, Err((code, message))) => self.dead_letter(&event, &message_id, code, message, Vec::new()),
             },
             Err(Refusal::Reject(code, message)) => Verdict::Reject { code, message },
             Err(Refusal::DeadLetter(code, message, errors)) => {
-                self.dead_letter(&event, &message_id, code.as_str(), message, errors)
+                self.dead_letter(&event, &message_id, code, message, errors)
             }
         };
-        Planned { message_id: Some(message_id), verdict }
+        Planned { message_id: Some(message_id), verdict, violation }
     }
 
     /// Enriches a valid event into its record, unless enrichment made the
@@ -247,5 +261,5 @@ impl Refusal {
 }
 
 fn reject(message_id: Option<String>, code: Code, message: String) -> Planned {
-    Planned { message_id, verdict: Verdict::Reject { code, message } }
+    Planned { message_id, verdict: Verdict::Reject { code, message }, violation: None }
 }

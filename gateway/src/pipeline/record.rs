@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 
 use super::clock::CORRECTION_HEADER;
 use super::{Admission, MAX_WARNING_BYTES, Route, Verdict};
+use crate::code::Code;
 use crate::sink::OutRecord;
 
 impl Admission<'_> {
@@ -14,7 +15,7 @@ impl Admission<'_> {
             ("event-id", message_id.to_owned()),
             ("source", self.source.id.clone()),
             ("received-at", self.received_at_text.to_owned()),
-            ("auth", self.auth_method.to_owned()),
+            ("auth", self.auth_method.as_str().to_owned()),
         ];
         if let Some(route) = route {
             headers.push(("event-name", route.name.clone()));
@@ -52,12 +53,12 @@ impl Admission<'_> {
         &self,
         original: &Value,
         message_id: &str,
-        code: &'static str,
+        code: Code,
         message: String,
         errors: Vec<SchemaViolation>,
     ) -> Verdict {
         let envelope = json!({
-            "reason": code,
+            "reason": code.as_str(),
             "message": message,
             "errors": errors,
             "source": self.source.id,
@@ -66,7 +67,7 @@ impl Admission<'_> {
             "event": self.edge.scrub(original),
         });
         let mut headers = self.headers(message_id, None);
-        headers.push(("dead-letter-reason", code.to_owned()));
+        headers.push(("dead-letter-reason", code.as_str().to_owned()));
         let record = OutRecord {
             topic: self.kafka.dead_letter_topic.clone(),
             key: message_id.to_owned(),

@@ -5,7 +5,7 @@
 use eventgw_schemas::{Rollout, SchemaViolation, Violation};
 use serde_json::Value;
 
-use super::{Admission, Refusal, Route, warning_text};
+use super::{Admission, ContractViolation, Refusal, Route, warning_text};
 use crate::code::Code;
 use crate::config::UnknownEvents;
 
@@ -14,7 +14,9 @@ use crate::config::UnknownEvents;
 pub const IDENTITY_DOMAIN: &str = "identity";
 
 impl Admission<'_> {
-    pub(super) fn route(&self, event: &Value) -> Result<Route, Refusal> {
+    /// The event's route, or why it has none; `violation` says which
+    /// schema it broke, if it broke one (also when the rollout waives it).
+    pub(super) fn route(&self, event: &Value, violation: &mut Option<ContractViolation>) -> Result<Route, Refusal> {
         let kind = event.get("type").and_then(Value::as_str).unwrap_or_default();
         let name = match kind {
             "track" => match event.get("event").and_then(Value::as_str) {
@@ -49,16 +51,17 @@ impl Admission<'_> {
         };
         let schema_name = format!("{}/{}", event_type.domain, event_type.schema);
         let rollout = event_type.rollout();
+        let broken = || Some(ContractViolation { schema: schema_name.clone(), rollout });
         let checked = event_type.check_rollout(event, pinned).map_err(|v| {
             if matches!(v, Violation::Schema(_)) {
-                self.metrics.contract_violations.with_label_values(&[&schema_name, rollout.as_str()]).inc();
+                *violation = broken();
             }
-            violation(&name, v)
+            refusal(&name, v)
         })?;
         let warning = if checked.waived.is_empty() {
             None
         } else {
-            self.metrics.contract_violations.with_label_values(&[&schema_name, rollout.as_str()]).inc();
+            *violation = broken();
             (rollout == Rollout::Warn).then(|| warning_text(&checked.waived))
         };
         Ok(Route {
@@ -122,7 +125,7 @@ impl Admission<'_> {
     }
 }
 
-fn violation(name: &str, violation: Violation) -> Refusal {
+fn refusal(name: &str, violation: Violation) -> Refusal {
     match violation {
         Violation::Schema(errors) => {
             Refusal::DeadLetter(Code::SchemaViolation, format!("`{name}` does not match its schema"), errors)

@@ -27,12 +27,12 @@ pub enum Consent {
 }
 
 impl Consent {
-    /// The dead-letter reason for an event refused under `enforce`.
-    pub fn code(self) -> &'static str {
+    /// The dead-letter reason for an event refused under `enforce` (a
+    /// granted purpose is never refused: it has no reason of its own).
+    pub fn code(self) -> crate::code::Code {
         match self {
-            Self::Granted => "consent_granted",
-            Self::Denied => crate::code::Code::ConsentDenied.as_str(),
-            Self::Missing => crate::code::Code::ConsentMissing.as_str(),
+            Self::Missing => crate::code::Code::ConsentMissing,
+            Self::Granted | Self::Denied => crate::code::Code::ConsentDenied,
         }
     }
 }

@@ -53,3 +53,25 @@ async fn a_strict_source_refuses_the_whole_batch_and_counts_it_rejected() {
     let rejected = state.metrics.events.with_label_values(&["batch", "rejected", "none"]).get();
     assert_eq!(rejected, 2, "every event of a refused batch counts as rejected");
 }
+
+#[actix_web::test]
+async fn broken_contracts_are_returned_by_the_pipeline_and_counted_here() {
+    let (state, _) = state(|_| {});
+    let req = TestRequest::default().to_http_request();
+    let request = Request::new(&req, &state, "batch");
+    let principal = authenticate::principal(&request, &req, Some("demo-write-key")).expect("principal");
+    let broken = || {
+        json!({"type": "track", "event": "Order Completed", "userId": "u-1",
+            "properties": {"order_id": "o-9", "total": "lots", "currency": "EUR"}})
+    };
+    let planned = events_of(&request, &principal, vec![broken(), order("o-8"), broken()]);
+    let expected = pipeline::ContractViolation {
+        schema: "billing/order_completed".into(),
+        rollout: eventgw_schemas::Rollout::Enforce,
+    };
+    assert_eq!(planned[0].violation.as_ref(), Some(&expected), "{:?}", planned[0]);
+    assert!(matches!(planned[0].verdict, Verdict::DeadLetter { code: crate::code::Code::SchemaViolation, .. }));
+    assert_eq!(planned[1].violation, None);
+    let counted = state.metrics.contract_violations.with_label_values(&["billing/order_completed", "enforce"]).get();
+    assert_eq!(counted, 2, "one per broken event, counted by the stage");
+}

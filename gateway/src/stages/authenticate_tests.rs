@@ -19,7 +19,7 @@ async fn a_basic_header_names_its_source() {
     header(&mut request, req.headers()).await.expect("valid key");
     let found = principal(&request, &req, None).expect("principal");
     assert_eq!(found.source.id, "demo");
-    assert_eq!(found.method, "write-key");
+    assert_eq!(found.method.as_str(), "write-key");
     assert!(req.extensions().get::<Authenticated>().is_some(), "left for the CORS middleware");
 }
 

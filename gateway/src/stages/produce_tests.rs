@@ -6,13 +6,14 @@ use crate::sink::MemorySink;
 
 fn accepted(topic: &str) -> Planned {
     let record = OutRecord { topic: topic.into(), key: "k".into(), payload: b"{}".to_vec(), headers: Vec::new() };
-    Planned { message_id: Some("m".into()), verdict: Verdict::Accept(record) }
+    Planned { message_id: Some("m".into()), verdict: Verdict::Accept(record), violation: None }
 }
 
 fn rejected() -> Planned {
     Planned {
         message_id: None,
         verdict: Verdict::Reject { code: crate::code::Code::InvalidType, message: "the event has no `type`".into() },
+        violation: None,
     }
 }
 

@@ -4,29 +4,120 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
+use clap::{Parser, Subcommand, ValueEnum};
 use eventgw_catalog::cli::{self, Report};
 use eventgw_catalog::gateway_config::GatewayConfig;
 use eventgw_schemas::Compatibility;
 
-const USAGE: &str = "usage: eventgw-catalog COMMAND
-  schemas check [DIR]                      check every version against the previous one, then compile the catalog
-  schemas diff OLD.json NEW.json [--mode backward|forward|full|none]
-                                           explain what breaks; fails when MODE (default backward) is broken
-  schemas docs [DIR] [--out DIR] [--wasm DIR]
-                                           write the catalog site (default target/catalog, checker from DIR/wasm/pkg)
-  topics plan --config FILE                show what would change on the cluster
-  topics apply --config FILE               make it so (refuses to shrink partitions)
-  registry plan [DIR] [--registry URL] [--config FILE]
-                                           compare every schema version with the Schema Registry
-  registry apply [DIR] [--registry URL] [--config FILE]
-                                           register what is missing, set each subject's compatibility;
-                                           all or nothing (subjects are <topic>-<domain>.<schema>)
-DIR defaults to ./schemas. Exit status: 0 ok, 1 a check failed or a change was refused, 2 usage or other errors.";
+/// The command line (parsed by clap; each command is a function of [`cli`]).
+#[derive(Debug, Parser)]
+#[command(
+    name = "eventgw-catalog",
+    about = "Data contracts as code: schema compatibility, the catalog site, topics and Schema Registry subjects",
+    after_help = "DIR defaults to ./schemas. Exit status: 0 ok, 1 a check failed or a change was refused, \
+                  2 usage or other errors."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// The event schemas: compatibility and the catalog site.
+    #[command(subcommand)]
+    Schemas(Schemas),
+    /// The Kafka topics the gateway's configuration and the catalog declare.
+    Topics {
+        #[command(subcommand)]
+        verb: Verb,
+        /// The gateway's configuration.
+        #[arg(long, global = true, value_name = "FILE", env = "EVENTGW_CONFIG")]
+        config: Option<PathBuf>,
+    },
+    /// The Schema Registry subjects (`<topic>-<domain>.<schema>`) of every schema version.
+    Registry {
+        #[command(subcommand)]
+        verb: Verb,
+        /// The catalog directory (default: the configuration's, else ./schemas).
+        #[arg(global = true, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// The registry's URL (default: the configuration's `[registry] url`, else
+        /// $EVENTGW_REGISTRY_URL, else the local dev registry).
+        #[arg(long, global = true, value_name = "URL")]
+        registry: Option<String>,
+        /// The gateway's configuration.
+        #[arg(long, global = true, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum Schemas {
+    /// Check every version against the previous one, then compile the catalog.
+    Check {
+        /// The catalog directory.
+        #[arg(default_value = "schemas", value_name = "DIR")]
+        dir: PathBuf,
+    },
+    /// Explain what breaks between two versions; fails when MODE is broken.
+    Diff {
+        /// The old version's JSON Schema.
+        old: PathBuf,
+        /// The new version's JSON Schema.
+        new: PathBuf,
+        /// The compatibility that must hold.
+        #[arg(long, value_enum, default_value = "backward")]
+        mode: Mode,
+    },
+    /// Write the catalog site.
+    Docs {
+        /// The catalog directory.
+        #[arg(default_value = "schemas", value_name = "DIR")]
+        dir: PathBuf,
+        /// Where to write it.
+        #[arg(long, default_value = "target/catalog", value_name = "DIR")]
+        out: PathBuf,
+        /// The in-browser checker's build (default: DIR/wasm/pkg).
+        #[arg(long, value_name = "DIR")]
+        wasm: Option<PathBuf>,
+    },
+}
+
+/// `plan` shows what would change; `apply` makes it so, all or nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Subcommand)]
+enum Verb {
+    /// Show what would change.
+    Plan,
+    /// Make it so (topics: refuses to shrink partitions; registry: registers what is
+    /// missing and sets each subject's compatibility, all or nothing).
+    Apply,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Mode {
+    Backward,
+    Forward,
+    Full,
+    None,
+}
+
+impl From<Mode> for Compatibility {
+    fn from(mode: Mode) -> Self {
+        match mode {
+            Mode::Backward => Compatibility::Backward,
+            Mode::Forward => Compatibility::Forward,
+            Mode::Full => Compatibility::Full,
+            Mode::None => Compatibility::None,
+        }
+    }
+}
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match run(&args) {
+    // clap exits with 2 on a usage error and 0 after --help, as documented.
+    let cli = Cli::parse();
+    match run(cli.command) {
         Ok(report) => {
             print!("{}", report.text);
             std::process::exit(if report.ok { 0 } else { 1 });
@@ -38,74 +129,32 @@ fn main() {
     }
 }
 
-fn run(args: &[String]) -> anyhow::Result<Report> {
-    let words: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (positional, options) = split(&words)?;
-    let option = |name: &str| options.iter().find(|(k, _)| *k == name).map(|(_, v)| PathBuf::from(v));
-    match positional.as_slice() {
-        ["schemas", "check", rest @ ..] => cli::schemas_check(&dir(rest)),
-        ["schemas", "diff", old, new] => {
-            let mode = match option("--mode").as_deref().and_then(|m| m.to_str()) {
-                None | Some("backward") => Compatibility::Backward,
-                Some("forward") => Compatibility::Forward,
-                Some("full") => Compatibility::Full,
-                Some("none") => Compatibility::None,
-                Some(other) => bail!("unknown mode `{other}`\n{USAGE}"),
-            };
-            cli::schemas_diff(old.as_ref(), new.as_ref(), mode)
-        }
-        ["schemas", "docs", rest @ ..] => {
-            let dir = dir(rest);
-            let out = option("--out").unwrap_or_else(|| PathBuf::from("target/catalog"));
-            let wasm = option("--wasm").unwrap_or_else(|| dir.join(eventgw_catalog::site::WASM_PKG));
+fn run(command: Command) -> anyhow::Result<Report> {
+    match command {
+        Command::Schemas(Schemas::Check { dir }) => cli::schemas_check(&dir),
+        Command::Schemas(Schemas::Diff { old, new, mode }) => cli::schemas_diff(&old, &new, mode.into()),
+        Command::Schemas(Schemas::Docs { dir, out, wasm }) => {
+            let wasm = wasm.unwrap_or_else(|| dir.join(eventgw_catalog::site::WASM_PKG));
             cli::schemas_docs(&dir, &out, &wasm)
         }
-        ["topics", verb @ ("plan" | "apply")] => {
-            let config = option("--config")
-                .or_else(|| std::env::var_os("EVENTGW_CONFIG").map(PathBuf::from))
-                .context(format!("topics needs --config FILE (the gateway's configuration)\n{USAGE}"))?;
+        Command::Topics { verb, config } => {
+            let config = config.context("topics needs --config FILE (the gateway's configuration)")?;
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-            runtime.block_on(cli::topics(&config, *verb == "apply"))
+            runtime.block_on(cli::topics(&config, verb == Verb::Apply))
         }
-        ["registry", verb @ ("plan" | "apply"), rest @ ..] => {
-            let config = option("--config").map(|path| GatewayConfig::load(&path)).transpose()?;
-            let dir = match (rest.first(), &config) {
-                (Some(dir), _) => PathBuf::from(dir),
+        Command::Registry { verb, dir, registry, config } => {
+            let config = config.map(|path| GatewayConfig::load(&path)).transpose()?;
+            let dir = match (dir, &config) {
+                (Some(dir), _) => dir,
                 (None, Some(config)) => config.catalog_dir.clone(),
                 (None, None) => cli::default_catalog_dir(),
             };
-            let url = option("--registry")
-                .map(|u| u.to_string_lossy().into_owned())
+            let url = registry
                 .or_else(|| config.as_ref().and_then(|c| c.registry_url.clone()))
                 .or_else(|| std::env::var("EVENTGW_REGISTRY_URL").ok())
                 .unwrap_or_else(|| cli::DEFAULT_REGISTRY_URL.to_owned());
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-            runtime.block_on(cli::registry(&dir, &url, *verb == "apply"))
-        }
-        _ => bail!("{USAGE}"),
-    }
-}
-
-fn dir(rest: &[&str]) -> PathBuf {
-    rest.first().map_or_else(cli::default_catalog_dir, PathBuf::from)
-}
-
-/// Positional words, and `--name value` options.
-type Words<'a> = (Vec<&'a str>, Vec<(&'a str, &'a str)>);
-
-fn split<'a>(words: &[&'a str]) -> anyhow::Result<Words<'a>> {
-    let (mut positional, mut options) = (Vec::new(), Vec::new());
-    let mut iter = words.iter();
-    while let Some(word) = iter.next() {
-        if *word == "--help" || *word == "-h" {
-            bail!("{USAGE}");
-        }
-        if word.starts_with("--") {
-            let value = iter.next().with_context(|| format!("{word} needs a value\n{USAGE}"))?;
-            options.push((*word, *value));
-        } else {
-            positional.push(*word);
+            runtime.block_on(cli::registry(&dir, &url, verb == Verb::Apply))
         }
     }
-    Ok((positional, options))
 }

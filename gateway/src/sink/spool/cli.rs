@@ -3,8 +3,6 @@
 //! another machine). `status` and `inspect` only read, so they work while
 //! a gateway runs; `replay` takes the spool's lock, so it refuses then.
 
-use std::path::PathBuf;
-
 use anyhow::Context;
 
 use super::store::{LOCK_FILE, read_checkpoint, recover, segment_files};
@@ -12,37 +10,27 @@ use super::{SpoolSink, reader};
 use crate::config::Config;
 use crate::sink::{KafkaSink, Sink};
 
-/// How to use it.
-pub const USAGE: &str = "usage: gateway spool status|inspect|replay [--config FILE] [--records]
-  status   what the spool holds: records, bytes, segments, oldest record, damage
-  inspect  every segment: its records and damaged spans (--records: one line per record)
-  replay   produce everything the spool holds to Kafka, then exit (not while a gateway uses it)";
+/// A `gateway spool` command (parsed by clap in `main.rs`).
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum SpoolCommand {
+    /// What the spool holds: records, bytes, segments, oldest record, damage.
+    Status,
+    /// Every segment: its records and damaged spans.
+    Inspect {
+        /// One line per record.
+        #[arg(long)]
+        records: bool,
+    },
+    /// Produce everything the spool holds to Kafka, then exit (not while a gateway uses it).
+    Replay,
+}
 
-/// Runs a `gateway spool` command with the arguments after `spool`.
-pub fn main(args: impl Iterator<Item = String>) -> anyhow::Result<()> {
-    let mut args = args;
-    let mut command = None;
-    let mut records = false;
-    let mut config_path = std::env::var_os("EVENTGW_CONFIG").map(PathBuf::from);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--config" | "-c" => config_path = Some(args.next().context("--config needs a file")?.into()),
-            "--records" => records = true,
-            "status" | "inspect" | "replay" => command = Some(arg),
-            "--help" | "-h" => {
-                println!("{USAGE}");
-                return Ok(());
-            }
-            other => anyhow::bail!("unknown argument `{other}`\n{USAGE}"),
-        }
-    }
-    let command = command.context(USAGE)?;
-    let path = config_path.context(format!("no configuration: pass --config FILE or set EVENTGW_CONFIG\n{USAGE}"))?;
-    let config = Config::load(&path)?;
-    match command.as_str() {
-        "status" => status(&config),
-        "inspect" => inspect(&config, records),
-        _ => replay(&config),
+/// Runs a `gateway spool` command on the spool of `config`.
+pub fn main(command: SpoolCommand, config: &Config) -> anyhow::Result<()> {
+    match command {
+        SpoolCommand::Status => status(config),
+        SpoolCommand::Inspect { records } => inspect(config, records),
+        SpoolCommand::Replay => replay(config),
     }
 }
 

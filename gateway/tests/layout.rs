@@ -1,0 +1,170 @@
+//! The README's layout section says which module of the gateway crate may
+//! use which, and that dependencies run one way. This reads every
+//! `crate::<module>` path in `gateway/src` (comments and `#[cfg(test)]`
+//! items left out: tests may use anything) and checks there is no cycle
+//! between top-level modules, and that the leaves use nothing of the crate.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+type Graph = BTreeMap<String, BTreeSet<String>>;
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read src") {
+        let path = entry.expect("dir entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The top-level module a file of `src/` belongs to (`None` for the crate
+/// root and the binary).
+fn top_module(relative: &Path) -> Option<String> {
+    let first = relative.components().next()?.as_os_str().to_str()?;
+    let name = first.strip_suffix(".rs").unwrap_or(first);
+    (name != "lib" && name != "main").then(|| name.to_string())
+}
+
+/// `text` without `//` comments and without the items marked `#[cfg(test)]`.
+fn production_code(text: &str) -> String {
+    let mut kept = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("#[cfg(test)]") {
+        kept.push_str(&rest[..at]);
+        rest = skip_item(&rest[at..]);
+    }
+    kept.push_str(rest);
+    kept.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n")
+}
+
+/// What follows the item at the start of `text`: up to its first `;` when
+/// that comes before any `{`, else past the matching `}`.
+fn skip_item(text: &str) -> &str {
+    let mut depth = 0usize;
+    for (i, c) in text.char_indices() {
+        match c {
+            ';' if depth == 0 => return &text[i + 1..],
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return &text[i + 1..];
+                }
+            }
+            _ => {}
+        }
+    }
+    ""
+}
+
+fn graph() -> Graph {
+    let root = src();
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    let modules: BTreeSet<String> =
+        files.iter().filter_map(|f| top_module(f.strip_prefix(&root).expect("under src"))).collect();
+    let mut graph: Graph = modules.iter().map(|m| (m.clone(), BTreeSet::new())).collect();
+    for file in &files {
+        let relative = file.strip_prefix(&root).expect("under src");
+        let name = file.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let Some(from) = top_module(relative) else { continue };
+        if name.ends_with("_tests.rs") {
+            continue;
+        }
+        let text = production_code(&std::fs::read_to_string(file).expect("read source"));
+        for used in uses(&text) {
+            if used != from && modules.contains(&used) {
+                graph.get_mut(&from).expect("module").insert(used);
+            }
+        }
+    }
+    graph
+}
+
+/// Every module named after `crate::`, also inside `use crate::{a, b::c}`.
+fn uses(text: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for (at, _) in text.match_indices("crate::") {
+        let after = &text[at + "crate::".len()..];
+        if let Some(group) = after.strip_prefix('{') {
+            let end = group.find('}').unwrap_or(group.len());
+            for part in group[..end].split(',') {
+                found.insert(ident(part.trim_start()));
+            }
+        } else {
+            found.insert(ident(after));
+        }
+    }
+    found
+}
+
+fn ident(text: &str) -> String {
+    text.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect()
+}
+
+/// The modules on a cycle, each cycle as one path `a -> b -> ... -> a`.
+fn cycles(graph: &Graph) -> Vec<String> {
+    let mut found = Vec::new();
+    for start in graph.keys() {
+        let mut path = vec![start.clone()];
+        walk(graph, start, &mut path, &mut found);
+    }
+    found
+}
+
+fn walk(graph: &Graph, start: &str, path: &mut Vec<String>, found: &mut Vec<String>) {
+    let last = path.last().expect("non-empty").clone();
+    for next in &graph[&last] {
+        if next == start {
+            // Report each cycle once, from its smallest module.
+            if path.iter().all(|m| m.as_str() >= start) {
+                found.push(format!("{} -> {start}", path.join(" -> ")));
+            }
+        } else if !path.contains(next) && next.as_str() > start {
+            path.push(next.clone());
+            walk(graph, start, path, found);
+            path.pop();
+        }
+    }
+}
+
+#[test]
+fn no_cycle_between_top_level_modules() {
+    let graph = graph();
+    for (from, to) in &graph {
+        println!("{from} -> {}", to.iter().cloned().collect::<Vec<_>>().join(" "));
+    }
+    assert!(graph.len() > 10, "found only {} modules: is the path right?", graph.len());
+    assert!(graph["stages"].contains("pipeline"), "the reader missed `stages` using `pipeline`");
+    assert_eq!(cycles(&graph), Vec::<String>::new());
+}
+
+#[test]
+fn leaves_use_nothing_of_the_crate() {
+    let graph = graph();
+    for leaf in ["code", "config", "outcome"] {
+        assert_eq!(graph[leaf], BTreeSet::new(), "`{leaf}` must use nothing of the crate");
+    }
+}
+
+#[test]
+fn the_cycle_finder_finds_a_cycle() {
+    let mut graph = Graph::new();
+    graph.entry("a".into()).or_default().insert("b".into());
+    graph.entry("b".into()).or_default().insert("c".into());
+    graph.entry("c".into()).or_default().insert("a".into());
+    graph.entry("d".into()).or_default().insert("a".into());
+    assert_eq!(cycles(&graph), vec!["a -> b -> c -> a".to_string()]);
+    assert_eq!(uses("use crate::{x::Y, z};\nlet _ = crate::w::f();"), ["w", "x", "z"].map(String::from).into());
+    assert_eq!(
+        production_code("use crate::a;\n#[cfg(test)]\nmod t { use crate::b; }\n// crate::c\n"),
+        "use crate::a;\n"
+    );
+}
