@@ -1,14 +1,9 @@
-//! The command line, parsed by clap. `ceiling`, `run`, `bench-catalog` and
-//! `token` read their typed fields; `suite` and `curves` read theirs
-//! through [`Args`] (by flag name, with their defaults where they are used),
-//! after clap checked every flag's name and type.
+//! The command line, parsed by clap: every command reads its typed fields,
+//! and each default lives once, here, where `--help` shows it.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::str::FromStr;
 
-use anyhow::Context;
-use clap::{ArgMatches, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 
 /// `loadtest COMMAND [--flags]`.
 #[derive(Debug, Parser)]
@@ -85,7 +80,7 @@ pub struct RunArgs {
     pub timeout_secs: u64,
 }
 
-/// `loadtest suite` (defaults in `suite.rs`).
+/// `loadtest suite`.
 #[derive(Debug, clap::Args)]
 pub struct SuiteArgs {
     /// The gateway's base URL.
@@ -97,36 +92,36 @@ pub struct SuiteArgs {
     /// Kafka bootstrap servers.
     #[arg(long)]
     pub brokers: String,
-    /// Where the report goes (default BENCHMARKS.md).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Seconds per run (default 4).
-    #[arg(long)]
-    pub seconds: Option<f64>,
-    /// The p99 bound of a sustained rate, in ms (default 100).
-    #[arg(long)]
-    pub p99_ms: Option<f64>,
-    /// The catalog whose examples are sent (default schemas).
-    #[arg(long)]
-    pub catalog: Option<PathBuf>,
-    /// The write key (default demo-write-key).
-    #[arg(long)]
-    pub key: Option<String>,
-    /// A bearer token: adds the JWT variant.
+    /// Where the report goes.
+    #[arg(long, default_value = "BENCHMARKS.md")]
+    pub out: PathBuf,
+    /// Seconds per run.
+    #[arg(long, default_value_t = 4.0)]
+    pub seconds: f64,
+    /// The p99 bound of a sustained rate, in ms.
+    #[arg(long, default_value_t = 100.0)]
+    pub p99_ms: f64,
+    /// The catalog whose examples are sent.
+    #[arg(long, default_value = "schemas")]
+    pub catalog: PathBuf,
+    /// The write key.
+    #[arg(long, default_value = "demo-write-key")]
+    pub key: String,
+    /// A bearer token: adds the JWT variant (even when empty, as before).
     #[arg(long)]
     pub bearer: Option<String>,
-    /// The gateway's pid, for CPU and memory figures.
+    /// The gateway's pid, for CPU and memory figures (absent or 0: not measured).
     #[arg(long)]
     pub gateway_pid: Option<u32>,
-    /// The broker's pid, for CPU figures.
+    /// The broker's pid, for CPU figures and the Kafka stall (absent or 0: not measured).
     #[arg(long)]
     pub broker_pid: Option<u32>,
-    /// Idle connections held open (default 10000).
-    #[arg(long)]
-    pub connections: Option<usize>,
+    /// Idle connections held open.
+    #[arg(long, default_value_t = 10_000)]
+    pub connections: usize,
 }
 
-/// `loadtest curves` (defaults in `curves.rs`).
+/// `loadtest curves`.
 #[derive(Debug, clap::Args)]
 pub struct CurvesArgs {
     /// The gateway's base URL.
@@ -135,24 +130,25 @@ pub struct CurvesArgs {
     /// The catalog the gateway serves (with the `bench` domain).
     #[arg(long)]
     pub catalog: PathBuf,
-    /// The gateway's pid, for CPU figures.
+    /// The gateway's pid, for CPU figures; the command refuses to run without
+    /// it (not a usage error, so the exit code stays 1).
     #[arg(long)]
     pub gateway_pid: Option<u32>,
-    /// Seconds per run (default 4).
-    #[arg(long)]
-    pub seconds: Option<f64>,
-    /// Runs per point (default 3).
-    #[arg(long)]
-    pub runs: Option<usize>,
-    /// Events per second sent (default 8000).
-    #[arg(long)]
-    pub events_per_sec: Option<f64>,
-    /// Only this curve (default: all).
+    /// Seconds per run.
+    #[arg(long, default_value_t = 4.0)]
+    pub seconds: f64,
+    /// Runs per point.
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    /// Events per second sent.
+    #[arg(long, default_value_t = 8000.0)]
+    pub events_per_sec: f64,
+    /// Only this curve (absent or empty: all; `scripts/bench-curves` passes an empty one).
     #[arg(long)]
     pub only: Option<String>,
-    /// The write key (default bench-write-key).
-    #[arg(long)]
-    pub key: Option<String>,
+    /// The write key.
+    #[arg(long, default_value = "bench-write-key")]
+    pub key: String,
 }
 
 /// `loadtest bench-catalog`.
@@ -177,78 +173,109 @@ pub struct TokenArgs {
     pub issuer: String,
 }
 
-/// A command's flags by name (`--p99-ms` is `p99-ms`), for the modules
-/// that read them where they are used.
-pub struct Args {
-    values: HashMap<String, String>,
-}
-
-impl Args {
-    /// The flags clap parsed (and checked) for one command.
-    pub fn from_matches(matches: &ArgMatches) -> Self {
-        let mut values = HashMap::new();
-        for id in matches.ids() {
-            let raw = matches.get_raw(id.as_str()).and_then(|mut v| v.next());
-            if let Some(value) = raw.and_then(|v| v.to_str()) {
-                values.insert(id.as_str().replace('_', "-"), value.to_owned());
-            }
-        }
-        Self { values }
-    }
-
-    /// The value of `--key`, parsed, or `default`.
-    pub fn get<T: FromStr>(&self, key: &str, default: T) -> anyhow::Result<T>
-    where
-        T::Err: std::fmt::Display,
-    {
-        match self.values.get(key) {
-            None => Ok(default),
-            Some(v) => v.parse().map_err(|e| anyhow::anyhow!("--{key} {v}: {e}")),
-        }
-    }
-
-    /// The value of a required `--key`.
-    pub fn required(&self, key: &str) -> anyhow::Result<String> {
-        self.values.get(key).cloned().with_context(|| format!("--{key} is required"))
-    }
-
-    /// Whether `--flag` was given.
-    pub fn flag(&self, key: &str) -> bool {
-        self.values.get(key).is_some_and(|v| v == "true")
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use clap::{CommandFactory, FromArgMatches};
+    use clap::Parser;
 
-    use super::{Args, Cli, Command};
+    use super::{Cli, Command, CurvesArgs, SuiteArgs};
 
-    fn parse(words: &[&str]) -> Result<(Cli, Args), clap::Error> {
-        let matches = Cli::command().try_get_matches_from(std::iter::once("loadtest").chain(words.iter().copied()))?;
-        let cli = Cli::from_arg_matches(&matches)?;
-        let args = Args::from_matches(matches.subcommand().expect("a command").1);
-        Ok((cli, args))
+    fn parse(words: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("loadtest").chain(words.iter().copied()))
     }
 
-    #[test]
-    fn suite_flags_are_read_by_their_names_with_defaults_where_used() {
+    fn suite(extra: &[&str]) -> SuiteArgs {
         let words = ["suite", "--gateway", "http://g", "--ceiling", "http://c", "--brokers", "b:9092"];
-        let (_, args) = parse(&[&words[..], &["--p99-ms", "50", "--gateway-pid", "42"]].concat()).expect("parses");
-        assert_eq!(args.required("gateway").expect("gateway"), "http://g");
-        assert_eq!(args.get("p99-ms", 100.0).expect("p99"), 50.0);
-        assert_eq!(args.get::<u32>("gateway-pid", 0).expect("pid"), 42);
-        assert_eq!(args.get("seconds", 4.0).expect("default"), 4.0);
-        assert!(args.required("bearer").is_err());
+        match parse(&[&words[..], extra].concat()).expect("parses").command {
+            Command::Suite(args) => args,
+            other => panic!("not suite: {other:?}"),
+        }
+    }
+
+    fn curves(extra: &[&str]) -> CurvesArgs {
+        let words = ["curves", "--gateway", "g", "--catalog", "c"];
+        match parse(&[&words[..], extra].concat()).expect("parses").command {
+            Command::Curves(args) => args,
+            other => panic!("not curves: {other:?}"),
+        }
     }
 
     #[test]
-    fn curves_take_an_empty_only_and_run_flags_are_typed() {
-        let (_, args) = parse(&["curves", "--gateway", "g", "--catalog", "c", "--only", ""]).expect("parses");
-        assert_eq!(args.get("only", "x".to_owned()).expect("only"), "");
-        let (cli, args) = parse(&["run", "--url", "u", "--gzip", "--batch", "10"]).expect("parses");
-        let Command::Run(run) = cli.command else { panic!("not run") };
-        assert!(run.gzip && args.flag("gzip"));
+    fn suite_flags_are_typed_and_absent_ones_take_their_defaults() {
+        let args = suite(&["--p99-ms", "50", "--gateway-pid", "42"]);
+        assert_eq!(
+            (args.gateway.as_str(), args.ceiling.as_str(), args.brokers.as_str()),
+            ("http://g", "http://c", "b:9092")
+        );
+        assert_eq!(args.p99_ms, 50.0);
+        assert_eq!(args.gateway_pid, Some(42));
+        assert_eq!((args.broker_pid, args.bearer), (None, None));
+        assert_eq!(args.seconds, 4.0);
+        assert_eq!(args.out.to_str(), Some("BENCHMARKS.md"));
+        assert_eq!(args.catalog.to_str(), Some("schemas"));
+        assert_eq!((args.key.as_str(), args.connections), ("demo-write-key", 10_000));
+        assert_eq!(suite(&[]).p99_ms, 100.0);
+    }
+
+    #[test]
+    fn the_flags_scripts_bench_passes_parse() {
+        let args = suite(&[
+            "--catalog",
+            "cat",
+            "--out",
+            "B.md",
+            "--gateway-pid",
+            "1",
+            "--broker-pid",
+            "2",
+            "--bearer",
+            "t",
+            "--seconds",
+            "2.5",
+            "--p99-ms",
+            "80",
+            "--key",
+            "k",
+            "--connections",
+            "5",
+        ]);
+        assert_eq!((args.catalog.to_str(), args.out.to_str()), (Some("cat"), Some("B.md")));
+        assert_eq!((args.gateway_pid, args.broker_pid, args.bearer.as_deref()), (Some(1), Some(2), Some("t")));
+        assert_eq!((args.seconds, args.p99_ms, args.key.as_str(), args.connections), (2.5, 80.0, "k", 5));
+    }
+
+    #[test]
+    fn curves_flags_are_typed_with_defaults_and_take_an_empty_only() {
+        let args = curves(&[]);
+        assert_eq!((args.gateway.as_str(), args.catalog.to_str()), ("g", Some("c")));
+        assert_eq!((args.gateway_pid, args.only), (None, None));
+        assert_eq!((args.seconds, args.runs, args.events_per_sec), (4.0, 3, 8000.0));
+        assert_eq!(args.key, "bench-write-key");
+        // What `scripts/bench-curves` passes.
+        let args = curves(&[
+            "--gateway-pid",
+            "7",
+            "--key",
+            "k",
+            "--runs",
+            "5",
+            "--seconds",
+            "1",
+            "--events-per-sec",
+            "100",
+            "--only",
+            "",
+        ]);
+        assert_eq!((args.gateway_pid, args.only.as_deref(), args.key.as_str()), (Some(7), Some(""), "k"));
+        assert_eq!((args.runs, args.seconds, args.events_per_sec), (5, 1.0, 100.0));
+    }
+
+    #[test]
+    fn run_flags_are_typed() {
+        let Command::Run(run) = parse(&["run", "--url", "u", "--gzip", "--batch", "10"]).expect("parses").command
+        else {
+            panic!("not run")
+        };
+        assert!(run.gzip);
         assert_eq!((run.batch, run.rate, run.key.as_str()), (10, 100.0, "demo-write-key"));
     }
 
@@ -257,6 +284,10 @@ mod tests {
         assert!(parse(&["run", "--url", "u", "--bogus", "1"]).is_err());
         assert!(parse(&["run", "--url", "u", "--rate", "fast"]).is_err());
         assert!(parse(&["suite", "--gateway", "g"]).is_err());
+        assert!(parse(&["curves", "--gateway", "g", "--catalog", "c", "--runs", "many"]).is_err());
+        assert!(
+            parse(&["suite", "--gateway", "g", "--ceiling", "c", "--brokers", "b", "--gateway-pid", "-1"]).is_err()
+        );
         assert_eq!(parse(&["nope"]).err().map(|e| e.exit_code()), Some(2));
     }
 }

@@ -8,16 +8,18 @@
 //! told apart from the cost of work.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::args::Args;
+use crate::args::CurvesArgs;
 use crate::bench_catalog;
 use crate::generator::{self, Auth, RunConfig, RunResult};
 use crate::memory;
 use crate::suite::summary;
 use crate::workload::Workload;
+
+mod reading;
+use reading::{Median, Spread, reading};
 
 /// One point of a curve.
 #[derive(Debug, Clone)]
@@ -97,17 +99,15 @@ fn stats(values: &mut [f64]) -> (f64, f64, f64) {
 }
 
 /// `loadtest curves`: runs every point and prints the report section.
-pub async fn curves(args: &Args) -> anyhow::Result<()> {
-    let gateway = args.required("gateway")?;
-    let catalog: PathBuf = args.required("catalog")?.into();
-    let pid: u32 = args.get("gateway-pid", 0)?;
+pub async fn curves(args: &CurvesArgs) -> anyhow::Result<()> {
+    let gateway = &args.gateway;
+    // Checked here rather than by clap so a missing pid keeps exit code 1.
+    let pid = args.gateway_pid.unwrap_or(0);
     anyhow::ensure!(pid != 0, "--gateway-pid is required: the curves are CPU per event");
-    let seconds: f64 = args.get("seconds", 4.0)?;
-    let runs: usize = args.get("runs", 3)?;
-    let events_per_sec: f64 = args.get("events-per-sec", 8000.0)?;
-    let only: String = args.get("only", String::new())?;
-    let auth = Auth::WriteKey(args.get("key", "bench-write-key".to_owned())?);
-    let loaded = eventgw_schemas::loader::load_catalog(&catalog)?;
+    let (seconds, runs, events_per_sec) = (args.seconds, args.runs, args.events_per_sec);
+    let only = args.only.as_deref().unwrap_or("");
+    let auth = Auth::WriteKey(args.key.clone());
+    let loaded = eventgw_schemas::loader::load_catalog(&args.catalog)?;
     let mut examples: Vec<(String, serde_json::Value)> = loaded
         .events()
         .iter()
@@ -172,7 +172,8 @@ pub async fn curves(args: &Args) -> anyhow::Result<()> {
         let failed: u64 = samples.iter().map(|s| s.failed).sum();
         let (cpu_median, cpu_min, cpu_max) = stats(&mut cpu);
         let (p99_median, p99_min, p99_max) = stats(&mut p99);
-        medians.push(Median { curve: point.curve, batch: point.batch, bytes: point.bytes, cpu: cpu_median });
+        let cpu = Spread { median: cpu_median, min: cpu_min, max: cpu_max };
+        medians.push(Median { curve: point.curve, batch: point.batch, bytes: point.bytes, cpu });
         let _ = writeln!(
             report,
             "| {} | {} | {:.0} | {:.0} | {cpu_median:.2} ({cpu_min:.2}–{cpu_max:.2}) | {:.1} | {p99_median:.2} ({p99_min:.2}–{p99_max:.2}) | {failed} |",
@@ -190,60 +191,6 @@ pub async fn curves(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One point's median CPU per event, for the reading.
-struct Median {
-    curve: &'static str,
-    batch: usize,
-    bytes: usize,
-    cpu: f64,
-}
-
-/// The paragraph reading the curves, worked out from their medians: the
-/// batch-size curve fitted as CPU per request = fixed + per event × batch
-/// (least squares), and each other curve as the change from its first point.
-fn reading(medians: &[Median]) -> Option<String> {
-    let batch: Vec<(f64, f64)> =
-        medians.iter().filter(|m| m.curve == "batch size").map(|m| (m.batch as f64, m.cpu * m.batch as f64)).collect();
-    if batch.len() < 3 {
-        return None;
-    }
-    let n = batch.len() as f64;
-    let (sx, sy) = batch.iter().fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
-    let (mx, my) = (sx / n, sy / n);
-    let sxx: f64 = batch.iter().map(|(x, _)| (x - mx) * (x - mx)).sum();
-    let sxy: f64 = batch.iter().map(|(x, y)| (x - mx) * (y - my)).sum();
-    let per_event = sxy / sxx;
-    let fixed = my - per_event * mx;
-    let change = |curve: &str| -> Option<f64> {
-        let points: Vec<f64> = medians.iter().filter(|m| m.curve == curve).map(|m| m.cpu).collect();
-        Some((points.last()? - points.first()?) * 100.0 / points.first()?)
-    };
-    let size: Vec<(f64, f64)> =
-        medians.iter().filter(|m| m.curve == "event size").map(|m| (m.bytes as f64, m.cpu)).collect();
-    let per_kb = match (size.first(), size.get(1)) {
-        (Some(a), Some(b)) if b.0 > a.0 => format!("{:.1} µs per extra KB", (b.1 - a.1) * 1000.0 / (b.0 - a.0)),
-        _ => "n/a".to_owned(),
-    };
-    let pct = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{v:+.0}%"));
-    Some(format!(
-        "**Reading** (worked out from the medians above by `loadtest curves`). CPU per request grows linearly with \
-         the batch: a least-squares line through the batch-size curve gives **{fixed:.0} µs fixed per request** \
-         (HTTP, authentication, quotas, the answer, one completion) plus **{per_event:.1} µs per event** (decode, \
-         validation, enrichment, the record, librdkafka's share). The fixed part equals {knee:.0} events' work, so \
-         batches below about {knee:.0} events pay mostly per request and batches above about {knee10:.0} are within \
-         10% of the per-event floor: that is the knee. Event size is linear too: {per_kb} (JSON decode, copy, \
-         compression). gzip changes the cost per event by {gzip} (inflating is cheap next to the rest); 200 event \
-         types in the mix instead of 1 by {types} (more schemas and routes in the caches); 10,000 open connections \
-         instead of 10 by {conns} (epoll and per-connection buffers). At this offered rate the gateway also pays for \
-         waking its threads per request, so every figure here is above the cost at saturation (the Targets table).",
-        knee = fixed / per_event.max(f64::EPSILON),
-        knee10 = 10.0 * fixed / per_event.max(f64::EPSILON),
-        gzip = pct(change("compression")),
-        types = pct(change("event types")),
-        conns = pct(change("connections")),
-    ))
-}
-
 async fn one_run(
     client: &reqwest::Client,
     config: &RunConfig,
@@ -253,35 +200,5 @@ async fn one_run(
     match connections {
         Some(n) => crate::connections::run(config, n, workload).await,
         None => Ok(generator::run(client, config, workload, Instant::now()).await),
-    }
-}
-
-#[cfg(test)]
-mod reading_tests {
-    use super::{Median, reading};
-
-    #[test]
-    fn the_batch_curve_is_read_as_fixed_plus_per_event_cost() {
-        // 100 µs per request plus 2 µs per event, exactly.
-        let mut medians: Vec<Median> = [1usize, 10, 50, 200]
-            .iter()
-            .map(|&b| Median { curve: "batch size", batch: b, bytes: 200, cpu: (100.0 + 2.0 * b as f64) / b as f64 })
-            .collect();
-        medians.push(Median { curve: "event size", batch: 10, bytes: 200, cpu: 10.0 });
-        medians.push(Median { curve: "event size", batch: 10, bytes: 2200, cpu: 14.0 });
-        medians.push(Median { curve: "connections", batch: 10, bytes: 200, cpu: 10.0 });
-        medians.push(Median { curve: "connections", batch: 10, bytes: 200, cpu: 12.5 });
-        let text = reading(&medians).expect("a reading");
-        assert!(text.contains("**100 µs fixed per request**"), "{text}");
-        assert!(text.contains("**2.0 µs per event**"), "{text}");
-        assert!(text.contains("about 50 events pay mostly per request"), "{text}");
-        assert!(text.contains("2.0 µs per extra KB"), "{text}");
-        assert!(text.contains("instead of 10 by +25%"), "{text}");
-        assert!(text.contains("gzip changes the cost per event by n/a"), "{text}");
-    }
-
-    #[test]
-    fn no_reading_without_the_batch_curve() {
-        assert!(reading(&[Median { curve: "event size", batch: 10, bytes: 200, cpu: 10.0 }]).is_none());
     }
 }

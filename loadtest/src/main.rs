@@ -16,21 +16,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use clap::{CommandFactory, FromArgMatches};
-use eventgw_loadtest::args::{Args, CeilingArgs, Cli, Command, RunArgs, TokenArgs};
+use clap::Parser;
+use eventgw_loadtest::args::{CeilingArgs, Cli, Command, RunArgs, TokenArgs};
 use eventgw_loadtest::generator::{self, Auth, RunConfig};
 use eventgw_loadtest::{bench_catalog, ceiling, client, curves, suite, workload};
 
 fn main() -> anyhow::Result<()> {
-    let matches = Cli::command().get_matches();
-    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    // `suite` and `curves` read their flags by name, where they are used.
-    let flags = || matches.subcommand().map(|(_, m)| Args::from_matches(m)).context("a command");
-    match cli.command {
+    // Usage errors exit with 2 and `--help` with 0, as clap does.
+    match Cli::parse().command {
         Command::Ceiling(args) => ceiling_server(&args),
         Command::Run(args) => runtime()?.block_on(single_run(&args)),
-        Command::Suite(_) => runtime()?.block_on(suite::suite(&flags()?)),
-        Command::Curves(_) => runtime()?.block_on(curves::curves(&flags()?)),
+        Command::Suite(args) => runtime()?.block_on(suite::suite(&args)),
+        Command::Curves(args) => runtime()?.block_on(curves::curves(&args)),
         Command::BenchCatalog(args) => bench_catalog::write(&args.out, args.types),
         Command::Token(args) => token(&args),
     }

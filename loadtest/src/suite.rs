@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::producer::FutureProducer;
 
-use crate::args::Args;
+use crate::args::SuiteArgs;
 use crate::generator::{self, Auth, RunConfig, RunResult};
 use crate::workload::Workload;
 use crate::{e2e, kafka_ceiling, memory};
@@ -122,19 +122,16 @@ impl Suite {
 }
 
 /// Runs everything and writes the report to `--out`.
-pub async fn suite(args: &Args) -> anyhow::Result<()> {
-    let gateway = args.required("gateway")?;
-    let ceiling = args.required("ceiling")?;
-    let brokers = args.required("brokers")?;
-    let out: PathBuf = args.get("out", PathBuf::from("BENCHMARKS.md"))?;
+pub async fn suite(args: &SuiteArgs) -> anyhow::Result<()> {
+    let (gateway, ceiling, brokers) = (args.gateway.as_str(), args.ceiling.as_str(), args.brokers.as_str());
     let mut s = Suite {
         client: crate::client()?,
-        seconds: args.get("seconds", 4.0)?,
-        p99_bound_ms: args.get("p99-ms", 100.0)?,
-        catalog: args.get("catalog", PathBuf::from("schemas"))?,
+        seconds: args.seconds,
+        p99_bound_ms: args.p99_ms,
+        catalog: args.catalog.clone(),
         report: String::new(),
     };
-    let key = Auth::WriteKey(args.get("key", "demo-write-key".to_owned())?);
+    let key = Auth::WriteKey(args.key.clone());
     let _ = writeln!(s.report, "| measure | gateway | ceiling | ratio | target |\n| --- | --- | --- | --- | --- |");
 
     // 0. Warm-up: a fresh broker is still loading its coordinators and the
@@ -142,14 +139,14 @@ pub async fn suite(args: &Args) -> anyhow::Result<()> {
     // stop a search at its first step.
     let single = s.workload(1, false)?;
     let warm = Suite { seconds: 3.0, ..s.clone_settings() };
-    warm.http(&gateway, 200.0, Arc::clone(&single), &key).await;
-    warm.http(&ceiling, 200.0, Arc::clone(&single), &key).await;
+    warm.http(gateway, 200.0, Arc::clone(&single), &key).await;
+    warm.http(ceiling, 200.0, Arc::clone(&single), &key).await;
 
     // 1. Single-event requests against the HTTP ceiling.
     let (gw_max, gw_best) =
-        s.search("gateway, single events", 500.0, |r| s.http(&gateway, r, Arc::clone(&single), &key)).await;
+        s.search("gateway, single events", 500.0, |r| s.http(gateway, r, Arc::clone(&single), &key)).await;
     let (http_max, _) =
-        s.search("HTTP ceiling, single events", 500.0, |r| s.http(&ceiling, r, Arc::clone(&single), &key)).await;
+        s.search("HTTP ceiling, single events", 500.0, |r| s.http(ceiling, r, Arc::clone(&single), &key)).await;
     s.row(
         "single-event requests/s (max with p99 under the bound, no failures)",
         format!("{gw_max:.0}"),
@@ -159,9 +156,10 @@ pub async fn suite(args: &Args) -> anyhow::Result<()> {
     );
 
     // 1b. The gateway's CPU per single-event request at that maximum.
-    let pids = (args.get::<u32>("gateway-pid", 0)?, args.get::<u32>("broker-pid", 0)?);
+    // 0 means "not measured", whether given or absent.
+    let pids = (args.gateway_pid.unwrap_or(0), args.broker_pid.unwrap_or(0));
     let (single_cpu, single_events) =
-        cpu_during(pids, || s.http(&gateway, gw_max.max(1.0), Arc::clone(&single), &key)).await;
+        cpu_during(pids, || s.http(gateway, gw_max.max(1.0), Arc::clone(&single), &key)).await;
     s.row(
         &format!("gateway CPU per single-event request at {gw_max:.0} req/s"),
         single_cpu.0.map_or("n/a".to_owned(), |c| format!("{:.1} µs", c * 1e6 / single_events.max(1.0))),
@@ -171,12 +169,12 @@ pub async fn suite(args: &Args) -> anyhow::Result<()> {
     );
 
     // 2. Batched events against the Kafka ceiling.
-    kafka_ceiling::ensure_topic(&brokers, "loadtest.ceiling", 6).await?;
-    let producer = kafka_ceiling::producer(&brokers)?;
+    kafka_ceiling::ensure_topic(brokers, "loadtest.ceiling", 6).await?;
+    let producer = kafka_ceiling::producer(brokers)?;
     kafka_run(&warm, &producer, 20.0, s.workload(50, false)?).await;
     let batched = s.workload(50, false)?;
     let (gwb_max, _) =
-        s.search("gateway, batches of 50", 20.0, |r| s.http(&gateway, r, Arc::clone(&batched), &key)).await;
+        s.search("gateway, batches of 50", 20.0, |r| s.http(gateway, r, Arc::clone(&batched), &key)).await;
     let (kafka_max, _) =
         s.search("Kafka ceiling, batches of 50", 20.0, |r| kafka_run(&s, &producer, r, Arc::clone(&batched))).await;
     s.row(
@@ -191,7 +189,7 @@ pub async fn suite(args: &Args) -> anyhow::Result<()> {
     // ceiling is explained by CPU per event on a machine whose cores the
     // generator, the gateway and the broker share.
     let rate = gwb_max.max(1.0);
-    let (gw_cpu, gw_events) = cpu_during(pids, || s.http(&gateway, rate, Arc::clone(&batched), &key)).await;
+    let (gw_cpu, gw_events) = cpu_during(pids, || s.http(gateway, rate, Arc::clone(&batched), &key)).await;
     let (kafka_cpu, kafka_events) = cpu_during(pids, || kafka_run(&s, &producer, rate, Arc::clone(&batched))).await;
     let per_event = |cpu: Option<f64>, events: f64| {
         cpu.map_or("n/a".to_owned(), |c| format!("{:.1} µs", c * 1e6 / events.max(1.0)))
@@ -206,7 +204,7 @@ pub async fn suite(args: &Args) -> anyhow::Result<()> {
 
     // 3. Latency at half the gateway's batched maximum, against Kafka's at the same rate.
     let half = (gwb_max / 2.0).max(1.0);
-    let gw_half = s.http(&gateway, half, Arc::clone(&batched), &key).await;
+    let gw_half = s.http(gateway, half, Arc::clone(&batched), &key).await;
     let kafka_half = kafka_run(&s, &producer, half, Arc::clone(&batched)).await;
     s.row(
         &format!("p99 acknowledgement latency at 50% of max ({half:.0} batches/s)"),
@@ -222,7 +220,7 @@ pub async fn suite(args: &Args) -> anyhow::Result<()> {
     );
     for fraction in [0.25, 0.5, 0.75] {
         let rate = (gw_max * fraction).max(1.0);
-        let r = s.http(&gateway, rate, Arc::clone(&single), &key).await;
+        let r = s.http(gateway, rate, Arc::clone(&single), &key).await;
         let _ = writeln!(
             profile,
             "| {:.0}% | {rate:.0} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms | {} |",
@@ -243,12 +241,12 @@ pub async fn suite(args: &Args) -> anyhow::Result<()> {
         ("batches of 10", s.workload(10, false)?, key.clone()),
         ("batches of 50, gzip", s.workload(50, true)?, key.clone()),
     ];
-    if let Ok(token) = args.required("bearer") {
-        variant_runs.push(("single events, JWT (HS256)", Arc::clone(&single), Auth::Bearer(token)));
+    if let Some(token) = &args.bearer {
+        variant_runs.push(("single events, JWT (HS256)", Arc::clone(&single), Auth::Bearer(token.clone())));
     }
     for (name, workload, auth) in variant_runs {
         let rate = (gw_max / 2.0 / workload.batch as f64).max(1.0);
-        let r = s.http(&gateway, rate, workload, &auth).await;
+        let r = s.http(gateway, rate, workload, &auth).await;
         let _ = writeln!(
             variants,
             "| {name} | {rate:.0} | {:.0} | {:.2} ms | {:.2} ms | {} |",
@@ -263,13 +261,13 @@ pub async fn suite(args: &Args) -> anyhow::Result<()> {
     let topics: Vec<String> =
         eventgw_schemas::loader::load_catalog(&s.catalog)?.topics().values().map(|(t, _)| t.clone()).collect();
     let e2e_line =
-        end_to_end(&s, &gateway, &brokers, &topics, (gw_max / 2.0).max(1.0), Arc::clone(&single), &key).await?;
+        end_to_end(&s, gateway, brokers, &topics, (gw_max / 2.0).max(1.0), Arc::clone(&single), &key).await?;
 
     // 7. Memory.
-    let memory_lines = memory_section(&s, &gateway, args, Arc::clone(&single), &key).await?;
+    let memory_lines = memory_section(&s, gateway, args, Arc::clone(&single), &key).await?;
 
-    write_report(&out, &s, &gw_best, &profile, &variants, &e2e_line, &memory_lines)?;
-    eprintln!("wrote {}", out.display());
+    write_report(&args.out, &s, &gw_best, &profile, &variants, &e2e_line, &memory_lines)?;
+    eprintln!("wrote {}", args.out.display());
     Ok(())
 }
 
@@ -327,17 +325,17 @@ async fn end_to_end(
 async fn memory_section(
     s: &Suite,
     gateway: &str,
-    args: &Args,
+    args: &SuiteArgs,
     workload: Arc<Workload>,
     auth: &Auth,
 ) -> anyhow::Result<String> {
-    let Ok(pid) = args.get::<u32>("gateway-pid", 0) else { return Ok(String::new()) };
+    let pid = args.gateway_pid.unwrap_or(0);
     if pid == 0 {
         return Ok("Memory not measured (no --gateway-pid).".into());
     }
     let mut lines = String::new();
     let (idle, _) = memory::rss_kib(pid)?;
-    let count: usize = args.get("connections", 10_000)?;
+    let count = args.connections;
     let addr = gateway.trim_start_matches("http://");
     let (held, failed) = memory::hold_connections(addr, count).await;
     let (with_connections, peak) = memory::rss_kib(pid)?;
@@ -350,7 +348,7 @@ async fn memory_section(
         peak / 1024
     );
     drop(held);
-    if let Ok(broker) = args.get::<u32>("broker-pid", 0)
+    if let Some(broker) = args.broker_pid
         && broker != 0
     {
         let _ = std::process::Command::new("kill").args(["-STOP", &broker.to_string()]).status();
