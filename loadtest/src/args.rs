@@ -107,7 +107,7 @@ pub struct SuiteArgs {
     /// The write key.
     #[arg(long, default_value = "demo-write-key")]
     pub key: String,
-    /// A bearer token: adds the JWT variant (even when empty, as before).
+    /// A bearer token: adds the JWT variant (an empty one too).
     #[arg(long)]
     pub bearer: Option<String>,
     /// The gateway's pid, for CPU and memory figures (absent or 0: not measured).
@@ -130,8 +130,9 @@ pub struct CurvesArgs {
     /// The catalog the gateway serves (with the `bench` domain).
     #[arg(long)]
     pub catalog: PathBuf,
-    /// The gateway's pid, for CPU figures; the command refuses to run without
-    /// it (not a usage error, so the exit code stays 1).
+    /// The gateway's pid, for CPU figures (needed: the curves are CPU per event).
+    // Optional for clap and checked in `curves` so a missing pid exits with 1,
+    // not with clap's usage code 2.
     #[arg(long)]
     pub gateway_pid: Option<u32>,
     /// Seconds per run.

@@ -39,7 +39,7 @@ impl Change {
     fn along(medians: &[Median], curve: &str) -> Option<Self> {
         let mut points = medians.iter().filter(|m| m.curve == curve);
         let from = points.next()?.cpu;
-        let to = points.last().map_or(from, |m| m.cpu);
+        let to = points.next_back().map_or(from, |m| m.cpu);
         Some(Self { from, to })
     }
 
