@@ -122,7 +122,7 @@ fn event_size(medians: &[Median]) -> String {
 pub(super) fn reading(medians: &[Median]) -> Option<String> {
     let (fixed, per_event) = batch_fit(medians)?;
     Some(format!(
-        "**Reading** (worked out from the medians above by `loadtest curves`). CPU per request grows linearly with \
+        "**Reading** (worked out from the medians and spreads above by `loadtest curves`). CPU per request grows linearly with \
          the batch: a least-squares line through the batch-size curve gives **{fixed:.0} µs fixed per request** \
          (HTTP, authentication, quotas, the answer, one completion) plus **{per_event:.1} µs per event** (decode, \
          validation, enrichment, the record, librdkafka's share). The fixed part equals {knee:.0} events' work, so \
