@@ -27,14 +27,14 @@ fn dev_config_loads_and_environment_overrides_any_key() {
     assert!(config.catalog.dir.ends_with("schemas"), "relative to the config file");
     let config = with_env(&[
         ("EVENTGW__KAFKA__BROKERS", "10.0.0.1:9092,10.0.0.2:9092"),
-        ("EVENTGW__KAFKA__LINGER_MS", "20"),
+        ("EVENTGW__KAFKA__LINGER_MS", "35"),
         ("EVENTGW__SOURCES__0__WRITE_KEY", "rotated-key-123"),
         ("EVENTGW__KAFKA__EXTRA__SOCKET.KEEPALIVE.ENABLE", "true"),
         ("UNRELATED", "ignored"),
     ])
     .expect("overridden");
     assert_eq!(config.kafka.brokers, "10.0.0.1:9092,10.0.0.2:9092");
-    assert_eq!(config.kafka.linger_ms, 20);
+    assert_eq!(config.kafka.linger_ms, 35);
     assert_eq!(config.sources[0].write_key.as_deref(), Some("rotated-key-123"));
     assert_eq!(config.kafka.extra.get("socket.keepalive.enable").map(String::as_str), Some("true"));
 }

@@ -116,6 +116,10 @@ pub struct SuiteArgs {
     /// The broker's pid, for CPU figures and the Kafka stall (absent or 0: not measured).
     #[arg(long)]
     pub broker_pid: Option<u32>,
+    /// The HTTP ceiling server's pid: its CPU per request at the gateway's
+    /// single-event maximum is the cost of HTTP alone (absent or 0: not measured).
+    #[arg(long)]
+    pub ceiling_pid: Option<u32>,
     /// Idle connections held open.
     #[arg(long, default_value_t = 10_000)]
     pub connections: usize,

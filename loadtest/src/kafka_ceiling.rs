@@ -13,14 +13,14 @@ use crate::generator::RunResult;
 use crate::workload::Workload;
 
 /// A producer configured like the gateway's (idempotent, acks=all, lz4,
-/// linger 5 ms, 1 MB batches).
+/// linger 20 ms, 1 MB batches).
 pub fn producer(brokers: &str) -> anyhow::Result<FutureProducer> {
     Ok(ClientConfig::new()
         .set("bootstrap.servers", brokers)
         .set("enable.idempotence", "true")
         .set("acks", "all")
         .set("compression.type", "lz4")
-        .set("linger.ms", "5")
+        .set("linger.ms", "20")
         .set("batch.size", "1000000")
         .set("message.timeout.ms", "5000")
         .set("queue.buffering.max.messages", "1000000")

@@ -54,6 +54,30 @@ pub fn cpu_seconds(pid: u32) -> Option<f64> {
     Some(ticks as f64 / clock_ticks_per_second())
 }
 
+/// CPU time (user + system), in seconds, of `pid`'s librdkafka threads
+/// (`rdk:*`, and the polling thread of rdkafka's `ThreadedProducer`): what
+/// producing costs inside the gateway, apart from its HTTP workers.
+pub fn kafka_thread_seconds(pid: u32) -> Option<f64> {
+    let mut ticks = 0u64;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()?.flatten() {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else { continue };
+        if let Some((name, used)) = thread_ticks(&stat)
+            && (name.starts_with("rdk:") || name.starts_with("producer poll"))
+        {
+            ticks += used;
+        }
+    }
+    Some(ticks as f64 / clock_ticks_per_second())
+}
+
+/// A thread's name and its user + system ticks, from its `stat` line.
+fn thread_ticks(stat: &str) -> Option<(&str, u64)> {
+    let (head, rest) = stat.rsplit_once(')')?;
+    let name = head.split_once('(')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    Some((name, fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?))
+}
+
 fn clock_ticks_per_second() -> f64 {
     std::process::Command::new("getconf")
         .arg("CLK_TCK")
@@ -61,4 +85,18 @@ fn clock_ticks_per_second() -> f64 {
         .ok()
         .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse::<f64>().ok())
         .unwrap_or(100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::thread_ticks;
+
+    #[test]
+    fn a_thread_stat_line_gives_its_name_and_ticks() {
+        let line = "4242 (rdk:broker1) S 1 4200 4200 0 -1 4194368 10 0 0 0 17 5 0 0 20 0 12 0 100 0 0";
+        assert_eq!(thread_ticks(line), Some(("rdk:broker1", 22)));
+        let spaced = "7 (producer pollin) S 1 2 3 0 -1 0 0 0 0 0 3 4 0 0 20 0 1 0 1 0 0";
+        assert_eq!(thread_ticks(spaced), Some(("producer pollin", 7)));
+        assert_eq!(thread_ticks("garbage"), None);
+    }
 }

@@ -155,18 +155,28 @@ pub async fn suite(args: &SuiteArgs) -> anyhow::Result<()> {
         "≥ 0.5",
     );
 
-    // 1b. The gateway's CPU per single-event request at that maximum.
-    // 0 means "not measured", whether given or absent.
-    let pids = (args.gateway_pid.unwrap_or(0), args.broker_pid.unwrap_or(0));
-    let (single_cpu, single_events) =
-        cpu_during(pids, || s.http(gateway, gw_max.max(1.0), Arc::clone(&single), &key)).await;
+    // 1b. The gateway's CPU per single-event request at that maximum, its
+    // librdkafka threads' share, and a do-nothing HTTP server's at the same
+    // rate: what HTTP and producing cost before any of the gateway's own work.
+    let pids = Pids {
+        gateway: args.gateway_pid.unwrap_or(0),
+        broker: args.broker_pid.unwrap_or(0),
+        ceiling: args.ceiling_pid.unwrap_or(0),
+    };
+    let single_cpu = cpu_during(&pids, || s.http(gateway, gw_max.max(1.0), Arc::clone(&single), &key)).await;
+    let http_cpu = cpu_during(&pids, || s.http(ceiling, gw_max.max(1.0), Arc::clone(&single), &key)).await;
     s.row(
-        &format!("gateway CPU per single-event request at {gw_max:.0} req/s"),
-        single_cpu.0.map_or("n/a".to_owned(), |c| format!("{:.1} µs", c * 1e6 / single_events.max(1.0))),
-        "–".into(),
+        &format!("gateway CPU per single-event request at {gw_max:.0} req/s (of which librdkafka's threads)"),
+        format!(
+            "{} ({})",
+            per_event(single_cpu.gateway, &single_cpu),
+            per_event(single_cpu.kafka_threads, &single_cpu)
+        ),
+        format!("{} (HTTP ceiling server, same rate)", per_event(http_cpu.ceiling, &http_cpu)),
         "–".into(),
         "≤ 25 µs",
     );
+    let floors = floor_line(&single_cpu, &http_cpu);
 
     // 2. Batched events against the Kafka ceiling.
     kafka_ceiling::ensure_topic(brokers, "loadtest.ceiling", 6).await?;
@@ -189,15 +199,20 @@ pub async fn suite(args: &SuiteArgs) -> anyhow::Result<()> {
     // ceiling is explained by CPU per event on a machine whose cores the
     // generator, the gateway and the broker share.
     let rate = gwb_max.max(1.0);
-    let (gw_cpu, gw_events) = cpu_during(pids, || s.http(gateway, rate, Arc::clone(&batched), &key)).await;
-    let (kafka_cpu, kafka_events) = cpu_during(pids, || kafka_run(&s, &producer, rate, Arc::clone(&batched))).await;
-    let per_event = |cpu: Option<f64>, events: f64| {
-        cpu.map_or("n/a".to_owned(), |c| format!("{:.1} µs", c * 1e6 / events.max(1.0)))
-    };
+    let gw_cpu = cpu_during(&pids, || s.http(gateway, rate, Arc::clone(&batched), &key)).await;
+    let kafka_cpu = cpu_during(&pids, || kafka_run(&s, &producer, rate, Arc::clone(&batched))).await;
     s.row(
-        &format!("CPU per event at {:.0} events/s: gateway process / broker", rate * 50.0),
-        format!("{} / {}", per_event(gw_cpu.0, gw_events), per_event(gw_cpu.1, gw_events)),
-        format!("– / {} (Kafka ceiling's broker)", per_event(kafka_cpu.1, kafka_events)),
+        &format!(
+            "CPU per event at {:.0} events/s: gateway process (of which librdkafka's threads) / broker",
+            rate * 50.0
+        ),
+        format!(
+            "{} ({}) / {}",
+            per_event(gw_cpu.gateway, &gw_cpu),
+            per_event(gw_cpu.kafka_threads, &gw_cpu),
+            per_event(gw_cpu.broker, &gw_cpu)
+        ),
+        format!("– / {} (Kafka ceiling's broker)", per_event(kafka_cpu.broker, &kafka_cpu)),
         "–".into(),
         "gateway ≤ 6 µs",
     );
@@ -213,6 +228,9 @@ pub async fn suite(args: &SuiteArgs) -> anyhow::Result<()> {
         format!("{:.2}", gw_half.ms(99.0) / kafka_half.ms(99.0).max(0.001)),
         "≤ 2",
     );
+    if !floors.is_empty() {
+        let _ = write!(s.report, "\n{floors}");
+    }
 
     // 4. Latency profile at 25/50/75% of the single-event maximum.
     let mut profile = String::from(
@@ -271,19 +289,64 @@ pub async fn suite(args: &SuiteArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// CPU seconds the gateway and the broker used while `run` ran, and the
-/// events it got acknowledged.
-async fn cpu_during<F, Fut>(pids: (u32, u32), run: F) -> ((Option<f64>, Option<f64>), f64)
+/// The processes whose CPU the suite reads (0: not measured).
+struct Pids {
+    gateway: u32,
+    broker: u32,
+    ceiling: u32,
+}
+
+/// CPU seconds each process used while a run ran, and the events it got acknowledged.
+struct CpuUse {
+    gateway: Option<f64>,
+    /// The gateway's librdkafka threads (included in `gateway`).
+    kafka_threads: Option<f64>,
+    broker: Option<f64>,
+    ceiling: Option<f64>,
+    events: f64,
+}
+
+/// CPU microseconds per acknowledged event, or "n/a".
+fn per_event(cpu: Option<f64>, run: &CpuUse) -> String {
+    cpu.map_or("n/a".to_owned(), |c| format!("{:.1} µs", c * 1e6 / run.events.max(1.0)))
+}
+
+async fn cpu_during<F, Fut>(pids: &Pids, run: F) -> CpuUse
 where
     F: FnOnce() -> Fut,
     Fut: Future<Output = RunResult>,
 {
     let read = |pid: u32| if pid == 0 { None } else { memory::cpu_seconds(pid) };
-    let before = (read(pids.0), read(pids.1));
+    let threads = |pid: u32| if pid == 0 { None } else { memory::kafka_thread_seconds(pid) };
+    let before = [read(pids.gateway), threads(pids.gateway), read(pids.broker), read(pids.ceiling)];
     let result = run().await;
-    let after = (read(pids.0), read(pids.1));
-    let delta = |a: Option<f64>, b: Option<f64>| Some(b? - a?);
-    ((delta(before.0, after.0), delta(before.1, after.1)), (result.ok * result.batch as u64) as f64)
+    let after = [read(pids.gateway), threads(pids.gateway), read(pids.broker), read(pids.ceiling)];
+    let delta = |i: usize| Some(after[i]? - before[i]?);
+    CpuUse {
+        gateway: delta(0),
+        kafka_threads: delta(1),
+        broker: delta(2),
+        ceiling: delta(3),
+        events: (result.ok * result.batch as u64) as f64,
+    }
+}
+
+/// What a single-event request costs before any of the gateway's own work:
+/// a do-nothing HTTP server's CPU per request at the same rate plus the
+/// gateway's librdkafka threads' per record.
+fn floor_line(gateway: &CpuUse, http: &CpuUse) -> String {
+    let per = |cpu: Option<f64>, run: &CpuUse| cpu.map(|c| c * 1e6 / run.events.max(1.0));
+    match (per(gateway.gateway, gateway), per(gateway.kafka_threads, gateway), per(http.ceiling, http)) {
+        (Some(total), Some(kafka), Some(http)) => format!(
+            "Floor of a single-event request on this machine: a do-nothing HTTP server spends {http:.1} µs per request \
+             at the same rate and the gateway's librdkafka threads {kafka:.1} µs per record, {:.1} µs before any of the \
+             gateway's own work; the gateway's HTTP workers spend {:.1} µs, {:.1} µs above the HTTP server.\n",
+            http + kafka,
+            total - kafka,
+            total - kafka - http
+        ),
+        _ => String::new(),
+    }
 }
 
 async fn kafka_run(s: &Suite, producer: &FutureProducer, rate: f64, workload: Arc<Workload>) -> RunResult {
@@ -389,7 +452,7 @@ fn write_report(
          ## Machine and settings\n\n- CPU: {cpu}, {cores} cores, shared by the load generator, the gateway (release build, 2 workers) and a single-node Kafka 4.1 (KRaft) on loopback.\n\
          - Open-loop generator: constant arrival rate, latency from the intended send time (no coordinated omission), HdrHistogram.\n\
          - Each run lasts {:.0} s; a rate counts as sustained when nothing fails, ≥ 97% of requests are answered 200 in time and p99 ≤ {:.0} ms.\n\
-         - Producer (gateway and Kafka ceiling alike): idempotent, acks=all, lz4, linger.ms 5, batch.size 1 MB.\n\
+         - Producer (gateway and Kafka ceiling alike): idempotent, acks=all, lz4, linger.ms 20, batch.size 1 MB.\n\
          - Events: the catalog's examples (page views, clicks, email opens, lead changes, orders, payments) with unique ids over 10,000 users.\n\n\
          ## Targets\n\n{}\nBest single-event run at the maximum: {}\n\n\
          ## Latency at fixed fractions of the single-event maximum\n\n{profile}\n\

@@ -7,8 +7,9 @@
 use std::cell::Cell;
 use std::fmt;
 
-use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
+use smallvec::SmallVec;
 
 use super::WireError;
 use super::json_errors::{self as errors, Strictness};
@@ -195,19 +196,52 @@ impl<'de> Visitor<'de> for StrictValue<'_> {
         Ok(Value::Array(items))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut object = Map::new();
+        // Small objects (most of an event's) are gathered on the stack and
+        // moved into a map of their exact size: no growth, no rehash, and a
+        // duplicate is found by comparing a handful of keys.
+        let mut small: SmallVec<[(String, Value); SMALL_OBJECT]> = SmallVec::new();
         while let Some(key) = map.next_key::<String>()? {
-            // One hash per key: the vacant slot is held while the value is read.
+            if small.iter().any(|(taken, _)| *taken == key) {
+                return Err(self.duplicate(&key));
+            }
+            let value = map.next_value_seed(self)?;
+            small.push((key, value));
+            if small.len() == SMALL_OBJECT {
+                let mut object = Map::with_capacity(2 * SMALL_OBJECT);
+                object.extend(small.drain(..));
+                return self.rest_of_map(map, object);
+            }
+        }
+        let mut object = Map::with_capacity(small.len());
+        object.extend(small);
+        Ok(Value::Object(object))
+    }
+}
+
+/// Objects with up to this many keys are gathered on the stack first.
+const SMALL_OBJECT: usize = 12;
+
+impl StrictValue<'_> {
+    /// Reads the rest of a large object into `object`, one hash per key:
+    /// the vacant slot is held while the value is read.
+    fn rest_of_map<'de, A: MapAccess<'de>>(
+        self,
+        mut map: A,
+        mut object: Map<String, Value>,
+    ) -> Result<Value, A::Error> {
+        while let Some(key) = map.next_key::<String>()? {
             let slot = match object.entry(key) {
                 serde_json::map::Entry::Vacant(slot) => slot,
-                serde_json::map::Entry::Occupied(taken) => {
-                    self.0.set(Some(Strictness::DuplicateKey));
-                    return Err(A::Error::custom(format!("duplicate key `{}`", taken.key())));
-                }
+                serde_json::map::Entry::Occupied(taken) => return Err(self.duplicate(taken.key())),
             };
             slot.insert(map.next_value_seed(self)?);
         }
         Ok(Value::Object(object))
+    }
+
+    fn duplicate<E: serde::de::Error>(self, key: &str) -> E {
+        self.0.set(Some(Strictness::DuplicateKey));
+        E::custom(format!("duplicate key `{key}`"))
     }
 }
 
@@ -265,6 +299,23 @@ mod tests {
         }
         assert_eq!(wide_code(r#"{"a":-}"#), "malformed_json");
         assert_eq!(wide_code(r#"{"a":01}"#), "malformed_json");
+    }
+
+    #[test]
+    fn duplicates_are_found_in_small_and_large_objects_and_order_is_kept() {
+        let wide = JsonLimits { max_depth: 4, max_string_bytes: 64 };
+        for keys in [1, SMALL_OBJECT - 1, SMALL_OBJECT, SMALL_OBJECT + 1, 3 * SMALL_OBJECT] {
+            let names: Vec<String> = (0..keys).map(|i| format!("k{}", keys - i)).collect();
+            let body = format!("{{{}}}", names.iter().map(|k| format!("\"{k}\":1")).collect::<Vec<_>>().join(","));
+            let value = parse(body.as_bytes(), wide).unwrap_or_else(|e| panic!("{keys} keys: {e}"));
+            let order: Vec<&String> = value.as_object().expect("an object").keys().collect();
+            assert_eq!(order, names.iter().collect::<Vec<_>>(), "{keys} keys keep their order");
+            for twice in [0, keys - 1] {
+                let again = format!("{{{},\"{}\":2}}", &body[1..body.len() - 1], names[twice]);
+                let refused = parse(again.as_bytes(), wide).expect_err("a duplicate");
+                assert_eq!(refused.code().as_str(), "duplicate_key", "{keys} keys, {} again", names[twice]);
+            }
+        }
     }
 
     #[test]
