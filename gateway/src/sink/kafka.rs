@@ -427,3 +427,42 @@ impl Sink for KafkaSink {
         self.inner.current.load().producer.flush(timeout).map_err(|e| e.to_string())
     }
 }
+
+#[cfg(test)]
+mod completion_tests {
+    use super::{Completion, Delivered, SinkError};
+
+    fn at(offset: i64) -> Result<Delivered, SinkError> {
+        Ok(Delivered { partition: 0, offset })
+    }
+
+    #[test]
+    fn a_request_is_answered_once_every_record_settled_in_input_order() {
+        let (completion, mut answer) = Completion::new(3);
+        completion.settle(2, at(12));
+        completion.settle(0, at(10));
+        assert!(answer.try_recv().is_err(), "one record is still out");
+        completion.settle(1, Err(SinkError::QueueFull));
+        let results = answer.try_recv().expect("answered");
+        assert_eq!(results, vec![at(10), Err(SinkError::QueueFull), at(12)]);
+    }
+
+    #[test]
+    fn a_second_report_for_a_record_changes_nothing() {
+        let (completion, mut answer) = Completion::new(2);
+        completion.settle(0, at(1));
+        completion.settle(0, Err(SinkError::TooLarge));
+        assert!(answer.try_recv().is_err(), "a repeated report does not count as the other record's");
+        completion.settle(7, at(99));
+        assert!(answer.try_recv().is_err(), "nor does a report for a record the request does not have");
+        completion.settle(1, at(2));
+        assert_eq!(answer.try_recv().expect("answered"), vec![at(1), at(2)], "the first report stands");
+    }
+
+    #[test]
+    fn a_completion_dropped_unsettled_wakes_its_request() {
+        let (completion, answer) = Completion::new(1);
+        drop(completion);
+        assert!(futures::executor::block_on(answer).is_err(), "the request is woken (and answered 503) rather than left waiting");
+    }
+}
