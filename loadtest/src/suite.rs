@@ -453,6 +453,7 @@ fn write_report(
          - Open-loop generator: constant arrival rate, latency from the intended send time (no coordinated omission), HdrHistogram.\n\
          - Each run lasts {:.0} s; a rate counts as sustained when nothing fails, ≥ 97% of requests are answered 200 in time and p99 ≤ {:.0} ms.\n\
          - Producer (gateway and Kafka ceiling alike): idempotent, acks=all, lz4, linger.ms 20, batch.size 1 MB.\n\
+         - Kafka ceiling: the same events produced straight to the broker (from the generator's process), each to the domain topic and with the partition key the gateway gives it.\n\
          - Events: the catalog's examples (page views, clicks, email opens, lead changes, orders, payments) with unique ids over 10,000 users.\n\n\
          ## Targets\n\n{}\nBest single-event run at the maximum: {}\n\n\
          ## Latency at fixed fractions of the single-event maximum\n\n{profile}\n\

@@ -6,6 +6,7 @@
 use std::io::Write;
 use std::path::Path;
 
+use eventgw_schemas::KeyPath;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use serde_json::{Value, json};
@@ -24,22 +25,29 @@ pub struct Workload {
     /// Distinct users to spread events over.
     pub users: u64,
     examples: Vec<Value>,
+    /// Where the gateway sends each example's events (from the catalog;
+    /// empty for a workload built from bare examples).
+    routes: Vec<(String, KeyPath)>,
 }
 
 impl Workload {
     /// Loads the catalog's examples (every event, newest version).
     pub fn from_catalog(dir: &Path, batch: usize, gzip: bool, users: u64) -> anyhow::Result<Self> {
         let catalog = eventgw_schemas::loader::load_catalog(dir)?;
-        let examples: Vec<Value> =
-            catalog.events().iter().filter_map(|e| e.latest().examples.first().cloned()).collect();
-        anyhow::ensure!(!examples.is_empty(), "the catalog has no examples");
-        Self::from_examples(examples, batch, gzip, users)
+        let (examples, routes): (Vec<Value>, Vec<(String, KeyPath)>) = catalog
+            .events()
+            .iter()
+            .filter_map(|e| e.latest().examples.first().map(|x| (x.clone(), (e.topic.clone(), e.key.clone()))))
+            .unzip();
+        let mut workload = Self::from_examples(examples, batch, gzip, users)?;
+        workload.routes = routes;
+        Ok(workload)
     }
 
     /// A workload cycling through `examples` (each a track, page, ... event).
     pub fn from_examples(examples: Vec<Value>, batch: usize, gzip: bool, users: u64) -> anyhow::Result<Self> {
         anyhow::ensure!(!examples.is_empty(), "a workload needs at least one example event");
-        Ok(Self { batch: batch.max(1), gzip, users: users.max(1), examples })
+        Ok(Self { batch: batch.max(1), gzip, users: users.max(1), examples, routes: Vec::new() })
     }
 
     /// Pads every example with a `properties.padding` string so each event
@@ -60,6 +68,14 @@ impl Workload {
             }
         }
         self
+    }
+
+    /// The domain topic and partition key the gateway gives event number
+    /// `n` (`event` as [`Workload::event`] made it); `None` when the
+    /// workload does not come from a catalog or the event has no key.
+    pub fn destination(&self, n: u64, event: &Value) -> Option<(&str, String)> {
+        let (topic, key) = self.routes.get((n % self.examples.len() as u64) as usize)?;
+        Some((topic, key.extract(event)?))
     }
 
     /// How many distinct examples the workload cycles through.

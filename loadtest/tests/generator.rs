@@ -50,3 +50,27 @@ fn workload_bodies_are_gzipped_and_carry_unique_ids_and_the_intended_time() {
     assert_eq!(event["properties"]["loadtest_intended_ns"], 42);
     assert!(event["messageId"].as_str().is_some_and(|id| id.starts_with("lt-5-")));
 }
+
+#[test]
+fn the_kafka_ceiling_sends_each_event_where_the_gateway_would() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../schemas");
+    let catalog = eventgw_schemas::loader::load_catalog(&dir).expect("catalog");
+    let workload = Workload::from_catalog(&dir, 1, false, 10).expect("workload");
+    let (mut topics, mut checked) = (std::collections::BTreeSet::new(), 0);
+    for n in 0..workload.kinds() as u64 {
+        let event = workload.event(n, 0);
+        let (topic, key) = workload.destination(n, &event).expect("a catalog event has a destination");
+        let name = event.get("event").and_then(|v| v.as_str());
+        if let Some(declared) = name.and_then(|name| catalog.event(name)) {
+            assert_eq!(topic, declared.topic, "{name:?} goes to its domain topic");
+            assert_eq!(Some(key.clone()), declared.key.extract(&event), "{name:?} is keyed as declared");
+            checked += 1;
+        }
+        assert!(!key.is_empty(), "event {n} has a key");
+        topics.insert(topic.to_owned());
+    }
+    assert!(topics.len() > 1 && checked > 1, "the examples span several domain topics: {topics:?}");
+    let bare = Workload::from_examples(vec![serde_json::json!({"type": "track", "event": "x"})], 1, false, 1)
+        .expect("workload");
+    assert!(bare.destination(0, &bare.event(0, 0)).is_none(), "bare examples have no catalog route");
+}

@@ -463,6 +463,9 @@ mod completion_tests {
     fn a_completion_dropped_unsettled_wakes_its_request() {
         let (completion, answer) = Completion::new(1);
         drop(completion);
-        assert!(futures::executor::block_on(answer).is_err(), "the request is woken (and answered 503) rather than left waiting");
+        assert!(
+            futures::executor::block_on(answer).is_err(),
+            "the request is woken (and answered 503) rather than left waiting"
+        );
     }
 }
