@@ -2,11 +2,14 @@
 //! (limits scan, duplicate keys, finite numbers) on a batch of 50 typical
 //! events (a page view, a click, an order, with the context an analytics
 //! SDK sends), printed in nanoseconds per event, beside serde_json's own
-//! `Value` parse of the same bytes (the cost of the tree alone).
+//! `Value` parse of the same bytes (the cost of the tree alone); then the
+//! same for a batch of the catalog's own examples (the events `scripts/bench`
+//! sends), and their schema check (jsonschema on the parsed tree).
 //! `cargo bench -p eventgw --bench decode` measures; under `cargo test` (no
 //! `--bench` argument) it runs a few iterations only, to prove it works.
 
 use std::hint::black_box;
+use std::path::PathBuf;
 use std::time::Instant;
 
 use gateway::wire::{JsonLimits, parse};
@@ -41,29 +44,56 @@ fn event(i: usize) -> Value {
     event
 }
 
+/// Median, min and max nanoseconds per event of `work` over a batch of 50.
+fn per_event(runs: usize, rounds: u32, mut work: impl FnMut()) -> (f64, f64, f64) {
+    let mut per_event: Vec<f64> = (0..runs)
+        .map(|_| {
+            let started = Instant::now();
+            for _ in 0..rounds {
+                work();
+            }
+            started.elapsed().as_nanos() as f64 / f64::from(rounds) / 50.0
+        })
+        .collect();
+    per_event.sort_by(f64::total_cmp);
+    (per_event[per_event.len() / 2], per_event[0], per_event[per_event.len() - 1])
+}
+
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let (runs, rounds) = if full { (7, 2000) } else { (1, 3) };
-    let events: Vec<Value> = (0..50).map(event).collect();
-    let body = serde_json::to_vec(&json!({"batch": events})).expect("body");
     let limits = JsonLimits { max_depth: 32, max_string_bytes: 32 * 1024 };
-    println!("batch of 50 events, {} bytes ({} per event)", body.len(), body.len() / 50);
-    let strict = move |b: &[u8]| parse(b, limits).is_ok();
-    let reference = |b: &[u8]| serde_json::from_slice::<Value>(b).is_ok();
-    let decoders: [(&str, &Decoder); 2] =
-        [("strict parse (wire::json::parse)", &strict), ("serde_json::from_slice::<Value> (reference)", &reference)];
-    for (name, decode) in decoders {
-        let mut per_event: Vec<f64> = (0..runs)
-            .map(|_| {
-                let started = Instant::now();
-                for _ in 0..rounds {
-                    assert!(decode(black_box(&body)), "{name}: the body parses");
-                }
-                started.elapsed().as_nanos() as f64 / f64::from(rounds) / 50.0
-            })
-            .collect();
-        per_event.sort_by(f64::total_cmp);
-        let (min, median, max) = (per_event[0], per_event[per_event.len() / 2], per_event[per_event.len() - 1]);
-        println!("{name:<46} {median:>8.0} ns/event  (runs {min:.0}–{max:.0}, {runs} runs of {rounds} batches)");
+    let catalog = eventgw_schemas::loader::load_catalog(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../schemas"))
+        .expect("the catalog");
+    let examples: Vec<(Value, &eventgw_schemas::EventType)> =
+        catalog.events().into_iter().filter_map(|e| e.latest().examples.first().map(|x| (x.clone(), e))).collect();
+    let cycled: Vec<&(Value, &eventgw_schemas::EventType)> = examples.iter().cycle().take(50).collect();
+    let bodies = [
+        ("typical SDK events", serde_json::to_vec(&json!({"batch": (0..50).map(event).collect::<Vec<_>>()}))),
+        (
+            "the catalog's examples",
+            serde_json::to_vec(&json!({"batch": cycled.iter().map(|(x, _)| x).collect::<Vec<_>>()})),
+        ),
+    ];
+    for (what, body) in bodies {
+        let body = body.expect("body");
+        println!("batch of 50 {what}, {} bytes ({} per event)", body.len(), body.len() / 50);
+        let strict = move |b: &[u8]| parse(b, limits).is_ok();
+        let reference = |b: &[u8]| serde_json::from_slice::<Value>(b).is_ok();
+        let decoders: [(&str, &Decoder); 2] = [
+            ("  strict parse (wire::json::parse)", &strict),
+            ("  serde_json::from_slice::<Value> (reference)", &reference),
+        ];
+        for (name, decode) in decoders {
+            let (median, min, max) = per_event(runs, rounds, || assert!(decode(black_box(&body)), "{name}: parses"));
+            println!("{name:<48} {median:>8.0} ns/event  (runs {min:.0}–{max:.0}, {runs} runs of {rounds} batches)");
+        }
     }
+    let (median, min, max) = per_event(runs, rounds, || {
+        for (example, declared) in &cycled {
+            assert!(declared.check(black_box(example), None).is_ok(), "{}: the example is valid", declared.name);
+        }
+    });
+    let name = "  schema check of the catalog's examples";
+    println!("{name:<48} {median:>8.0} ns/event  (runs {min:.0}–{max:.0}, {runs} runs of {rounds} batches)");
 }
