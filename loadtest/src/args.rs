@@ -98,6 +98,10 @@ pub struct SuiteArgs {
     /// Seconds per run.
     #[arg(long, default_value_t = 4.0)]
     pub seconds: f64,
+    /// Rounds of the target measurements (maxima, CPU, p99); each row of
+    /// the targets table gives their median and spread.
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
     /// The p99 bound of a sustained rate, in ms.
     #[arg(long, default_value_t = 100.0)]
     pub p99_ms: f64,

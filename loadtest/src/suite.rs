@@ -9,12 +9,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rdkafka::producer::FutureProducer;
-
 use crate::args::SuiteArgs;
 use crate::generator::{self, Auth, RunConfig, RunResult};
 use crate::workload::Workload;
-use crate::{e2e, kafka_ceiling, memory};
+use crate::{e2e, memory};
+
+mod targets;
 
 /// One line of figures for a run.
 pub fn summary(label: &str, r: &RunResult) -> String {
@@ -142,95 +142,8 @@ pub async fn suite(args: &SuiteArgs) -> anyhow::Result<()> {
     warm.http(gateway, 200.0, Arc::clone(&single), &key).await;
     warm.http(ceiling, 200.0, Arc::clone(&single), &key).await;
 
-    // 1. Single-event requests against the HTTP ceiling.
-    let (gw_max, gw_best) =
-        s.search("gateway, single events", 500.0, |r| s.http(gateway, r, Arc::clone(&single), &key)).await;
-    let (http_max, _) =
-        s.search("HTTP ceiling, single events", 500.0, |r| s.http(ceiling, r, Arc::clone(&single), &key)).await;
-    s.row(
-        "single-event requests/s (max with p99 under the bound, no failures)",
-        format!("{gw_max:.0}"),
-        format!("{http_max:.0} (HTTP)"),
-        format!("{:.2}", gw_max / http_max.max(1.0)),
-        "≥ 0.5",
-    );
-
-    // 1b. The gateway's CPU per single-event request at that maximum, its
-    // librdkafka threads' share, and a do-nothing HTTP server's at the same
-    // rate: what HTTP and producing cost before any of the gateway's own work.
-    let pids = Pids {
-        gateway: args.gateway_pid.unwrap_or(0),
-        broker: args.broker_pid.unwrap_or(0),
-        ceiling: args.ceiling_pid.unwrap_or(0),
-    };
-    let single_cpu = cpu_during(&pids, || s.http(gateway, gw_max.max(1.0), Arc::clone(&single), &key)).await;
-    let http_cpu = cpu_during(&pids, || s.http(ceiling, gw_max.max(1.0), Arc::clone(&single), &key)).await;
-    s.row(
-        &format!("gateway CPU per single-event request at {gw_max:.0} req/s (of which librdkafka's threads)"),
-        format!(
-            "{} ({})",
-            per_event(single_cpu.gateway, &single_cpu),
-            per_event(single_cpu.kafka_threads, &single_cpu)
-        ),
-        format!("{} (HTTP ceiling server, same rate)", per_event(http_cpu.ceiling, &http_cpu)),
-        "–".into(),
-        "≤ 25 µs",
-    );
-    let floors = floor_line(&single_cpu, &http_cpu);
-
-    // 2. Batched events against the Kafka ceiling.
-    kafka_ceiling::ensure_topic(brokers, "loadtest.ceiling", 6).await?;
-    let producer = kafka_ceiling::producer(brokers)?;
-    kafka_run(&warm, &producer, 20.0, s.workload(50, false)?).await;
-    let batched = s.workload(50, false)?;
-    let (gwb_max, _) =
-        s.search("gateway, batches of 50", 20.0, |r| s.http(gateway, r, Arc::clone(&batched), &key)).await;
-    let (kafka_max, _) =
-        s.search("Kafka ceiling, batches of 50", 20.0, |r| kafka_run(&s, &producer, r, Arc::clone(&batched))).await;
-    s.row(
-        "batched events/s (batches of 50)",
-        format!("{:.0}", gwb_max * 50.0),
-        format!("{:.0} (Kafka)", kafka_max * 50.0),
-        format!("{:.2}", gwb_max / kafka_max.max(1.0)),
-        "≥ 0.5",
-    );
-
-    // 2b. Where the CPU goes at the batched maximum: the gap to the Kafka
-    // ceiling is explained by CPU per event on a machine whose cores the
-    // generator, the gateway and the broker share.
-    let rate = gwb_max.max(1.0);
-    let gw_cpu = cpu_during(&pids, || s.http(gateway, rate, Arc::clone(&batched), &key)).await;
-    let kafka_cpu = cpu_during(&pids, || kafka_run(&s, &producer, rate, Arc::clone(&batched))).await;
-    s.row(
-        &format!(
-            "CPU per event at {:.0} events/s: gateway process (of which librdkafka's threads) / broker",
-            rate * 50.0
-        ),
-        format!(
-            "{} ({}) / {}",
-            per_event(gw_cpu.gateway, &gw_cpu),
-            per_event(gw_cpu.kafka_threads, &gw_cpu),
-            per_event(gw_cpu.broker, &gw_cpu)
-        ),
-        format!("– / {} (Kafka ceiling's broker)", per_event(kafka_cpu.broker, &kafka_cpu)),
-        "–".into(),
-        "gateway ≤ 6 µs",
-    );
-
-    // 3. Latency at half the gateway's batched maximum, against Kafka's at the same rate.
-    let half = (gwb_max / 2.0).max(1.0);
-    let gw_half = s.http(gateway, half, Arc::clone(&batched), &key).await;
-    let kafka_half = kafka_run(&s, &producer, half, Arc::clone(&batched)).await;
-    s.row(
-        &format!("p99 acknowledgement latency at 50% of max ({half:.0} batches/s)"),
-        format!("{:.2} ms", gw_half.ms(99.0)),
-        format!("{:.2} ms (Kafka produce)", kafka_half.ms(99.0)),
-        format!("{:.2}", gw_half.ms(99.0) / kafka_half.ms(99.0).max(0.001)),
-        "≤ 2",
-    );
-    if !floors.is_empty() {
-        let _ = write!(s.report, "\n{floors}");
-    }
+    // 1–3. The targets, `--rounds` times in the same run as their ceilings.
+    let (gw_max, gw_best) = targets::targets(&mut s, args, &key, &warm, &single).await?;
 
     // 4. Latency profile at 25/50/75% of the single-event maximum.
     let mut profile = String::from(
@@ -287,72 +200,6 @@ pub async fn suite(args: &SuiteArgs) -> anyhow::Result<()> {
     write_report(&args.out, &s, &gw_best, &profile, &variants, &e2e_line, &memory_lines)?;
     eprintln!("wrote {}", args.out.display());
     Ok(())
-}
-
-/// The processes whose CPU the suite reads (0: not measured).
-struct Pids {
-    gateway: u32,
-    broker: u32,
-    ceiling: u32,
-}
-
-/// CPU seconds each process used while a run ran, and the events it got acknowledged.
-struct CpuUse {
-    gateway: Option<f64>,
-    /// The gateway's librdkafka threads (included in `gateway`).
-    kafka_threads: Option<f64>,
-    broker: Option<f64>,
-    ceiling: Option<f64>,
-    events: f64,
-}
-
-/// CPU microseconds per acknowledged event, or "n/a".
-fn per_event(cpu: Option<f64>, run: &CpuUse) -> String {
-    cpu.map_or("n/a".to_owned(), |c| format!("{:.1} µs", c * 1e6 / run.events.max(1.0)))
-}
-
-async fn cpu_during<F, Fut>(pids: &Pids, run: F) -> CpuUse
-where
-    F: FnOnce() -> Fut,
-    Fut: Future<Output = RunResult>,
-{
-    let read = |pid: u32| if pid == 0 { None } else { memory::cpu_seconds(pid) };
-    let threads = |pid: u32| if pid == 0 { None } else { memory::kafka_thread_seconds(pid) };
-    let before = [read(pids.gateway), threads(pids.gateway), read(pids.broker), read(pids.ceiling)];
-    let result = run().await;
-    let after = [read(pids.gateway), threads(pids.gateway), read(pids.broker), read(pids.ceiling)];
-    let delta = |i: usize| Some(after[i]? - before[i]?);
-    CpuUse {
-        gateway: delta(0),
-        kafka_threads: delta(1),
-        broker: delta(2),
-        ceiling: delta(3),
-        events: (result.ok * result.batch as u64) as f64,
-    }
-}
-
-/// What a single-event request costs before any of the gateway's own work:
-/// a do-nothing HTTP server's CPU per request at the same rate plus the
-/// gateway's librdkafka threads' per record.
-fn floor_line(gateway: &CpuUse, http: &CpuUse) -> String {
-    let per = |cpu: Option<f64>, run: &CpuUse| cpu.map(|c| c * 1e6 / run.events.max(1.0));
-    match (per(gateway.gateway, gateway), per(gateway.kafka_threads, gateway), per(http.ceiling, http)) {
-        (Some(total), Some(kafka), Some(http)) => format!(
-            "Floor of a single-event request on this machine: a do-nothing HTTP server spends {http:.1} µs per request \
-             at the same rate and the gateway's librdkafka threads {kafka:.1} µs per record, {:.1} µs before any of the \
-             gateway's own work; the gateway's HTTP workers spend {:.1} µs, {:.1} µs above the HTTP server.\n",
-            http + kafka,
-            total - kafka,
-            total - kafka - http
-        ),
-        _ => String::new(),
-    }
-}
-
-async fn kafka_run(s: &Suite, producer: &FutureProducer, rate: f64, workload: Arc<Workload>) -> RunResult {
-    let r = kafka_ceiling::run(producer, "loadtest.ceiling", rate, Duration::from_secs_f64(s.seconds), workload).await;
-    eprintln!("  {}", summary(&format!("Kafka ceiling @ {rate:.0}/s"), &r));
-    r
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -434,7 +281,7 @@ async fn memory_section(
 fn write_report(
     out: &PathBuf,
     s: &Suite,
-    best: &RunResult,
+    best: &str,
     profile: &str,
     variants: &str,
     e2e: &str,
@@ -459,10 +306,7 @@ fn write_report(
          ## Latency at fixed fractions of the single-event maximum\n\n{profile}\n\
          ## Variants (at half the single-event maximum, in requests)\n\n{variants}\n\
          ## End to end\n\n{e2e}\n\n## Memory\n\n{memory}\n",
-        s.seconds,
-        s.p99_bound_ms,
-        s.report,
-        summary("gateway", best),
+        s.seconds, s.p99_bound_ms, s.report, best,
     );
     std::fs::write(out, text)?;
     Ok(())

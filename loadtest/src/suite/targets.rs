@@ -1,0 +1,284 @@
+//! The targets table: the single-event and batched maxima against their
+//! ceilings, the gateway's CPU at each (split into librdkafka's threads and
+//! the rest, beside a do-nothing HTTP server's), and p99 at half the
+//! batched maximum against Kafka's own, measured `--rounds` times in the
+//! same run; each row gives the median and the rounds' spread.
+
+use std::fmt::Write as _;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use rdkafka::producer::FutureProducer;
+
+use super::{Suite, summary};
+use crate::args::SuiteArgs;
+use crate::generator::{Auth, RunResult};
+use crate::workload::Workload;
+use crate::{kafka_ceiling, memory};
+
+/// Writes the targets table into the suite's report; returns the median
+/// single-event maximum and the summary of a run at it.
+pub(super) async fn targets(
+    s: &mut Suite,
+    args: &SuiteArgs,
+    key: &Auth,
+    warm: &Suite,
+    single: &Arc<Workload>,
+) -> anyhow::Result<(f64, String)> {
+    let (gateway, ceiling, brokers) = (args.gateway.as_str(), args.ceiling.as_str(), args.brokers.as_str());
+    let pids = Pids {
+        gateway: args.gateway_pid.unwrap_or(0),
+        broker: args.broker_pid.unwrap_or(0),
+        ceiling: args.ceiling_pid.unwrap_or(0),
+    };
+    kafka_ceiling::ensure_topic(brokers, "loadtest.ceiling", 6).await?;
+    let producer = kafka_ceiling::producer(brokers)?;
+    kafka_run(warm, &producer, 20.0, s.workload(50, false)?).await;
+    let batched = s.workload(50, false)?;
+    let mut rounds: Vec<Round> = Vec::new();
+    for round in 1..=args.rounds.max(1) {
+        eprintln!("targets, round {round} of {}", args.rounds.max(1));
+        rounds.push(targets_round(s, &pids, (gateway, ceiling), &producer, (single, &batched), key).await);
+    }
+    let figure = |f: fn(&Round) -> f64| Figure(rounds.iter().map(f).collect());
+    let gw_max = figure(|r| r.single_max).median();
+    let gw_best = rounds.iter().min_by(|a, b| (a.single_max - gw_max).abs().total_cmp(&(b.single_max - gw_max).abs()));
+    let gw_best = gw_best.map(|r| r.single_best.clone()).context("at least one round")?;
+    s.row(
+        "single-event requests/s (max with p99 under the bound, no failures)",
+        figure(|r| r.single_max).text(0),
+        format!("{} (HTTP)", figure(|r| r.http_max).text(0)),
+        figure(|r| r.single_max / r.http_max.max(1.0)).text(2),
+        "≥ 0.5",
+    );
+    s.row(
+        "gateway CPU per single-event request at that maximum, µs (of which librdkafka's threads)",
+        format!("{} ({})", figure(|r| r.single_cpu).text(1), figure(|r| r.single_kafka_cpu).text(1)),
+        format!("{} (HTTP ceiling server, same rate)", figure(|r| r.http_cpu).text(1)),
+        "–".into(),
+        "≤ 25 µs",
+    );
+    s.row(
+        "batched events/s (batches of 50)",
+        figure(|r| r.batched_max * 50.0).text(0),
+        format!("{} (Kafka)", figure(|r| r.kafka_max * 50.0).text(0)),
+        figure(|r| r.batched_max / r.kafka_max.max(1.0)).text(2),
+        "≥ 0.5",
+    );
+    s.row(
+        "CPU per event at the batched maximum, µs: gateway process (of which librdkafka's threads) / broker",
+        format!(
+            "{} ({}) / {}",
+            figure(|r| r.batched_cpu).text(1),
+            figure(|r| r.batched_kafka_cpu).text(1),
+            figure(|r| r.batched_broker_cpu).text(1)
+        ),
+        format!("– / {} (Kafka ceiling's broker)", figure(|r| r.ceiling_broker_cpu).text(1)),
+        "–".into(),
+        "gateway ≤ 6 µs",
+    );
+    s.row(
+        "p99 acknowledgement latency at 50% of the batched max, ms",
+        figure(|r| r.half_p99).text(2),
+        format!("{} (Kafka produce)", figure(|r| r.kafka_half_p99).text(2)),
+        figure(|r| r.half_p99 / r.kafka_half_p99.max(0.001)).text(2),
+        "≤ 2",
+    );
+    let _ = write!(
+        s.report,
+        "\nEach row: the median of {} rounds, with the rounds' spread (min–max) in brackets.\n",
+        rounds.len()
+    );
+    let floors = floor_line(&figure(|r| r.single_cpu), &figure(|r| r.single_kafka_cpu), &figure(|r| r.http_cpu));
+    if !floors.is_empty() {
+        let _ = write!(s.report, "\n{floors}");
+    }
+    Ok((gw_max, gw_best))
+}
+
+/// The processes whose CPU the suite reads (0: not measured).
+struct Pids {
+    gateway: u32,
+    broker: u32,
+    ceiling: u32,
+}
+
+/// CPU seconds each process used while a run ran, and the events it got acknowledged.
+struct CpuUse {
+    gateway: Option<f64>,
+    /// The gateway's librdkafka threads (included in `gateway`).
+    kafka_threads: Option<f64>,
+    broker: Option<f64>,
+    ceiling: Option<f64>,
+    events: f64,
+}
+
+impl CpuUse {
+    /// `cpu` in microseconds per acknowledged event; NaN when not measured.
+    fn micros(&self, cpu: Option<f64>) -> f64 {
+        cpu.map_or(f64::NAN, |c| c * 1e6 / self.events.max(1.0))
+    }
+}
+
+async fn cpu_during<F, Fut>(pids: &Pids, run: F) -> CpuUse
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = RunResult>,
+{
+    let read = |pid: u32| if pid == 0 { None } else { memory::cpu_seconds(pid) };
+    let threads = |pid: u32| if pid == 0 { None } else { memory::kafka_thread_seconds(pid) };
+    let before = [read(pids.gateway), threads(pids.gateway), read(pids.broker), read(pids.ceiling)];
+    let result = run().await;
+    let after = [read(pids.gateway), threads(pids.gateway), read(pids.broker), read(pids.ceiling)];
+    let delta = |i: usize| Some(after[i]? - before[i]?);
+    CpuUse {
+        gateway: delta(0),
+        kafka_threads: delta(1),
+        broker: delta(2),
+        ceiling: delta(3),
+        events: (result.ok * result.batch as u64) as f64,
+    }
+}
+
+/// What a single-event request costs before any of the gateway's own work:
+/// a do-nothing HTTP server's CPU per request at the same rate plus the
+/// gateway's librdkafka threads' per record (medians of the rounds).
+fn floor_line(total: &Figure, kafka: &Figure, http: &Figure) -> String {
+    let (total, kafka, http) = (total.median(), kafka.median(), http.median());
+    if !(total.is_finite() && kafka.is_finite() && http.is_finite()) {
+        return String::new();
+    }
+    format!(
+        "Floor of a single-event request on this machine (medians): a do-nothing HTTP server spends {http:.1} µs per \
+         request at the same rate and the gateway's librdkafka threads {kafka:.1} µs per record, {:.1} µs before any \
+         of the gateway's own work; the gateway's HTTP workers spend {:.1} µs, {:.1} µs above the HTTP server.\n",
+        http + kafka,
+        total - kafka,
+        total - kafka - http
+    )
+}
+
+/// One figure over the rounds; NaN where a round could not measure it.
+struct Figure(Vec<f64>);
+
+impl Figure {
+    fn median(&self) -> f64 {
+        let mut known: Vec<f64> = self.0.iter().copied().filter(|v| v.is_finite()).collect();
+        known.sort_by(f64::total_cmp);
+        known.get(known.len() / 2).copied().unwrap_or(f64::NAN)
+    }
+
+    /// `median (min–max)`, or "n/a" when no round measured it.
+    fn text(&self, decimals: usize) -> String {
+        let known: Vec<f64> = self.0.iter().copied().filter(|v| v.is_finite()).collect();
+        let (Some(min), Some(max)) = (known.iter().copied().reduce(f64::min), known.iter().copied().reduce(f64::max))
+        else {
+            return "n/a".into();
+        };
+        let median = self.median();
+        if known.len() == 1 {
+            return format!("{median:.decimals$}");
+        }
+        format!("{median:.decimals$} ({min:.decimals$}–{max:.decimals$})")
+    }
+}
+
+/// What one round of the targets measured.
+struct Round {
+    single_max: f64,
+    /// The summary line of its best single-event run.
+    single_best: String,
+    http_max: f64,
+    /// Gateway CPU per single-event request at `single_max`, µs, and its librdkafka threads' part.
+    single_cpu: f64,
+    single_kafka_cpu: f64,
+    /// The HTTP ceiling server's CPU per request at `single_max`, µs.
+    http_cpu: f64,
+    /// Requests (batches of 50) per second.
+    batched_max: f64,
+    kafka_max: f64,
+    /// CPU per event at `batched_max`, µs.
+    batched_cpu: f64,
+    batched_kafka_cpu: f64,
+    batched_broker_cpu: f64,
+    ceiling_broker_cpu: f64,
+    /// p99 at half `batched_max`, ms.
+    half_p99: f64,
+    kafka_half_p99: f64,
+}
+
+/// One round of the targets: the single-event and batched maxima against
+/// their ceilings, the CPU at each maximum, and p99 at half the batched one.
+async fn targets_round(
+    s: &Suite,
+    pids: &Pids,
+    (gateway, ceiling): (&str, &str),
+    producer: &FutureProducer,
+    (single, batched): (&Arc<Workload>, &Arc<Workload>),
+    key: &Auth,
+) -> Round {
+    let (single_max, single_best) =
+        s.search("gateway, single events", 500.0, |r| s.http(gateway, r, Arc::clone(single), key)).await;
+    let (http_max, _) =
+        s.search("HTTP ceiling, single events", 500.0, |r| s.http(ceiling, r, Arc::clone(single), key)).await;
+    let rate = single_max.max(1.0);
+    let single_cpu = cpu_during(pids, || s.http(gateway, rate, Arc::clone(single), key)).await;
+    let http_cpu = cpu_during(pids, || s.http(ceiling, rate, Arc::clone(single), key)).await;
+    let (batched_max, _) =
+        s.search("gateway, batches of 50", 20.0, |r| s.http(gateway, r, Arc::clone(batched), key)).await;
+    let (kafka_max, _) =
+        s.search("Kafka ceiling, batches of 50", 20.0, |r| kafka_run(s, producer, r, Arc::clone(batched))).await;
+    let rate = batched_max.max(1.0);
+    let batched_cpu = cpu_during(pids, || s.http(gateway, rate, Arc::clone(batched), key)).await;
+    let ceiling_cpu = cpu_during(pids, || kafka_run(s, producer, rate, Arc::clone(batched))).await;
+    let half = (batched_max / 2.0).max(1.0);
+    let gw_half = s.http(gateway, half, Arc::clone(batched), key).await;
+    let kafka_half = kafka_run(s, producer, half, Arc::clone(batched)).await;
+    Round {
+        single_max,
+        single_best: summary("gateway", &single_best),
+        http_max,
+        single_cpu: single_cpu.micros(single_cpu.gateway),
+        single_kafka_cpu: single_cpu.micros(single_cpu.kafka_threads),
+        http_cpu: http_cpu.micros(http_cpu.ceiling),
+        batched_max,
+        kafka_max,
+        batched_cpu: batched_cpu.micros(batched_cpu.gateway),
+        batched_kafka_cpu: batched_cpu.micros(batched_cpu.kafka_threads),
+        batched_broker_cpu: batched_cpu.micros(batched_cpu.broker),
+        ceiling_broker_cpu: ceiling_cpu.micros(ceiling_cpu.broker),
+        half_p99: gw_half.ms(99.0),
+        kafka_half_p99: kafka_half.ms(99.0),
+    }
+}
+
+pub(super) async fn kafka_run(s: &Suite, producer: &FutureProducer, rate: f64, workload: Arc<Workload>) -> RunResult {
+    let r = kafka_ceiling::run(producer, "loadtest.ceiling", rate, Duration::from_secs_f64(s.seconds), workload).await;
+    eprintln!("  {}", summary(&format!("Kafka ceiling @ {rate:.0}/s"), &r));
+    r
+}
+
+#[cfg(test)]
+mod figure_tests {
+    use super::{Figure, floor_line};
+
+    #[test]
+    fn a_figure_is_its_median_with_the_spread_and_skips_what_was_not_measured() {
+        assert_eq!(Figure(vec![12.0, 10.0, 30.0]).text(1), "12.0 (10.0–30.0)");
+        assert_eq!(Figure(vec![f64::NAN, 7.0, 5.0]).text(0), "7 (5–7)");
+        assert_eq!(Figure(vec![4.25]).text(2), "4.25");
+        assert_eq!(Figure(vec![f64::NAN, f64::NAN]).text(1), "n/a");
+        assert!(Figure(vec![]).median().is_nan());
+    }
+
+    #[test]
+    fn the_floor_adds_http_and_librdkafka_and_says_what_is_left_above_it() {
+        let line = floor_line(&Figure(vec![80.0]), &Figure(vec![12.0]), &Figure(vec![22.0]));
+        assert!(line.contains("22.0 µs per request"), "{line}");
+        assert!(line.contains("34.0 µs before any"), "{line}");
+        assert!(line.contains("spend 68.0 µs, 46.0 µs above"), "{line}");
+        assert_eq!(floor_line(&Figure(vec![80.0]), &Figure(vec![f64::NAN]), &Figure(vec![22.0])), "");
+    }
+}
