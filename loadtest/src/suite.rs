@@ -298,6 +298,7 @@ fn write_report(
         "# Benchmarks\n\nWritten by `scripts/bench` (loadtest suite); do not edit by hand.\n\n\
          ## Machine and settings\n\n- CPU: {cpu}, {cores} cores, shared by the load generator, the gateway (release build, 2 workers) and a single-node Kafka 4.1 (KRaft) on loopback.\n\
          - Open-loop generator: constant arrival rate, latency from the intended send time (no coordinated omission), HdrHistogram.\n\
+         - Nothing is pinned to a core: with 2 cores, pinning the generator to one would leave the gateway and the broker one core between them; the ceilings are measured under the same sharing.\n\
          - Each run lasts {:.0} s; a rate counts as sustained when nothing fails, ≥ 97% of requests are answered 200 in time and p99 ≤ {:.0} ms.\n\
          - Producer (gateway and Kafka ceiling alike): idempotent, acks=all, lz4, linger.ms 20, batch.size 1 MB.\n\
          - Kafka ceiling: the same events produced straight to the broker (from the generator's process), each to the domain topic and with the partition key the gateway gives it.\n\
