@@ -319,6 +319,17 @@ mod tests {
     }
 
     #[test]
+    fn the_deepest_configurable_nesting_parses_on_a_default_thread_stack() {
+        // Each level holds a full stack-gathered object (`SMALL_OBJECT` keys).
+        let limits = JsonLimits { max_depth: 120, max_string_bytes: 64 };
+        let level: String = (0..SMALL_OBJECT - 1).map(|i| format!("\"k{i}\":{i},")).collect();
+        let body = format!("{}1{}", format!("{{{level}\"deeper\":").repeat(119), "}".repeat(119));
+        let parsed =
+            std::thread::Builder::new().stack_size(2 << 20).spawn(move || parse(body.as_bytes(), limits).is_ok());
+        assert!(parsed.expect("a thread").join().expect("no stack overflow"), "119 levels parse under a limit of 120");
+    }
+
+    #[test]
     fn hostile_documents_get_their_own_codes() {
         assert_eq!(code(r#"{"a":1,"a":2}"#), "duplicate_key");
         assert_eq!(code(r#"{"a":"\ud800"}"#), "invalid_unicode_escape");
