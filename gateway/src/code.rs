@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-/// A stable machine code: of a whole request's error (the README's "Error
+/// A stable machine code: of a whole request's error (docs/api.md, "Error
 /// codes" table), or of one event's outcome (its "Event outcomes").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Code {
@@ -315,10 +315,10 @@ mod tests {
     }
 
     #[test]
-    fn the_readme_documents_every_code() {
-        let readme = include_str!("../../README.md");
+    fn the_api_docs_name_every_code() {
+        let api = include_str!("../../docs/api.md");
         let missing: Vec<&str> =
-            Code::ALL.iter().map(|c| c.as_str()).filter(|c| !readme.contains(&format!("`{c}`"))).collect();
-        assert!(missing.is_empty(), "codes the README does not name: {missing:?}");
+            Code::ALL.iter().map(|c| c.as_str()).filter(|c| !api.contains(&format!("`{c}`"))).collect();
+        assert!(missing.is_empty(), "codes docs/api.md does not name: {missing:?}");
     }
 }

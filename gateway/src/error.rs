@@ -69,7 +69,7 @@ pub enum ApiError {
         retry_after: u64,
     },
     /// No endpoint at this path (also for a CORS preflight).
-    #[error("no such endpoint; see the README for the API")]
+    #[error("no such endpoint; see docs/api.md for the API")]
     NotFound,
     /// The endpoint takes another method; `Allow` says which.
     #[error("this endpoint takes {0} (and OPTIONS for CORS)")]
@@ -92,7 +92,7 @@ pub enum ApiError {
 /// The JSON body of every error answer.
 #[derive(Debug, Serialize)]
 pub struct ErrorBody<'a> {
-    /// Stable, machine-readable; documented in the README.
+    /// Stable, machine-readable; documented in docs/api.md.
     pub code: &'a str,
     /// For the human reading a log or a browser console.
     pub message: String,

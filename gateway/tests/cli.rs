@@ -1,5 +1,5 @@
 //! The `gateway` binary's command line (clap): every subcommand scripts
-//! and the README use, `--help`, and usage errors; no broker needed.
+//! and the docs use, `--help`, and usage errors; no broker needed.
 
 use std::process::{Command, Output};
 

@@ -1,5 +1,5 @@
 //! The gateway in-process, without Kafka (`inprocess_support`): every error
-//! code of the README's table produced by a real request and checked
+//! code of the error table of `docs/api.md` produced by a real request and checked
 //! against the table (status and code), then CORS, limits at and past
 //! their edge, credentials, quotas, reload and drain. `scripts/test` runs
 //! this before it starts a broker.
@@ -162,11 +162,11 @@ fn bad_tokens() -> Vec<(&'static str, String)> {
 
 // ------------------------------------------------------ the error table
 
-/// `(status, code)` of every row of the README's "Error codes" table.
-fn readme_error_codes() -> BTreeSet<(u16, String)> {
-    let readme =
-        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).expect("README");
-    let table = readme.split("### Error codes").nth(1).expect("an Error codes section");
+/// `(status, code)` of every row of the "Error codes" table of `docs/api.md`.
+fn documented_error_codes() -> BTreeSet<(u16, String)> {
+    let api = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/api.md"))
+        .expect("docs/api.md");
+    let table = api.split("\n## Error codes\n").nth(1).expect("an Error codes section");
     let table = table.split("\n#").next().unwrap_or_default();
     let mut codes = BTreeSet::new();
     for row in table.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| status") && !l.starts_with("| ---")) {
@@ -183,7 +183,7 @@ fn readme_error_codes() -> BTreeSet<(u16, String)> {
 }
 
 #[actix_web::test]
-async fn every_error_code_in_the_readme_is_produced_with_its_status() {
+async fn every_documented_error_code_is_produced_with_its_status() {
     let gw = TestGateway::start_with(|c| {
         with_issuers(c);
         c.server.body_timeout_ms = 1000;
@@ -278,11 +278,11 @@ async fn every_error_code_in_the_readme_is_produced_with_its_status() {
     see(eventually_code(&url, "draining").await, "draining");
     gw.signal(Signal::Shutdown);
 
-    let wanted = readme_error_codes();
+    let wanted = documented_error_codes();
     let missing: Vec<_> = wanted.difference(&seen).collect();
-    assert!(missing.is_empty(), "README codes not produced (or with another status): {missing:?}\nseen: {seen:?}");
+    assert!(missing.is_empty(), "docs/api.md codes not produced (or with another status): {missing:?}\nseen: {seen:?}");
     let undocumented: Vec<_> = seen.difference(&wanted).collect();
-    assert!(undocumented.is_empty(), "codes produced but not in the README's table: {undocumented:?}");
+    assert!(undocumented.is_empty(), "codes produced but not in the table of docs/api.md: {undocumented:?}");
 }
 
 /// Polls `url` until it answers `code` (a drain begins asynchronously).

@@ -1,4 +1,4 @@
-//! The README's layout section says which module of the gateway crate may
+//! `docs/architecture.md` ("Which module may use which") says which module of the gateway crate may
 //! use which, and that dependencies run one way. This reads every
 //! `crate::<module>` path in `gateway/src` (comments and `#[cfg(test)]`
 //! items left out: tests may use anything) and checks there is no cycle
@@ -167,4 +167,34 @@ fn the_cycle_finder_finds_a_cycle() {
         production_code("use crate::a;\n#[cfg(test)]\nmod t { use crate::b; }\n// crate::c\n"),
         "use crate::a;\n"
     );
+}
+
+/// The "Which module may use which" list of `docs/architecture.md`.
+fn documented_layout() -> String {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/architecture.md"))
+        .expect("docs/architecture.md");
+    let section =
+        doc.split("\n## Which module may use which\n").nth(1).expect("a \"Which module may use which\" section");
+    section.split("\n## ").next().unwrap_or_default().to_owned()
+}
+
+/// The backticked names of a piece of the doc.
+fn named(text: &str) -> BTreeSet<String> {
+    text.split('`').skip(1).step_by(2).map(str::to_owned).collect()
+}
+
+#[test]
+fn the_architecture_doc_names_every_module_and_its_leaves_are_leaves() {
+    let graph = graph();
+    let doc = documented_layout();
+    let missing: Vec<&String> = graph.keys().filter(|m| !named(&doc).contains(*m)).collect();
+    assert!(missing.is_empty(), "modules docs/architecture.md does not place: {missing:?}");
+    let first = doc.split("\n- ").nth(1).expect("a first item");
+    let (leaves, _) = first.split_once("use nothing of the crate").expect("the first item names the leaves");
+    let leaves = named(leaves);
+    assert!(["code", "config", "outcome"].iter().all(|l| leaves.contains(*l)), "leaves read: {leaves:?}");
+    for leaf in &leaves {
+        let uses = graph.get(leaf).unwrap_or_else(|| panic!("docs/architecture.md names `{leaf}`, not a module"));
+        assert_eq!(uses, &BTreeSet::new(), "`{leaf}` must use nothing of the crate (docs/architecture.md)");
+    }
 }

@@ -11,7 +11,7 @@
 //! straight to Kafka and never pass here: they are not deduped against
 //! their own reservation.
 //!
-//! Decisions (see the README's "Dedupe" section):
+//! Decisions (see docs/scale-out.md, "Dedupe"):
 //! - while a record's produce is in flight its reservation is extended
 //!   every third of the pending TTL; with dedupe on, the producer's message
 //!   timeout is long (`delivery_timeout_ms`), so a request that times out
