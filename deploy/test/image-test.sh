@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# The image against the local Kafka (127.0.0.1:9092), as scripts/image test
+# runs it after building: the `topics` command of the same CLI, one event
+# read back with kcat, the container's user and read-only root, the health
+# check, then SIGTERM during load: every request sent is answered, the load
+# (like a load balancer) stops sending when /readyz turns red, and every
+# messageId answered 200 is read back from Kafka.
+# Needs IMAGE and CONTAINERS_CONF from scripts/image.
+set -euo pipefail
+source "$(dirname "$0")/../../scripts/lib.sh"
+cd "$REPO_ROOT"
+
+: "${IMAGE:?run through scripts/image test}"
+PORT="${IMAGE_TEST_PORT:-18480}"
+RUN="img$(date +%s)$$"
+NAME="eventgw-image-test-$RUN"
+KEY="image-test-key-$RUN"
+BROKERS="127.0.0.1:9092"
+TOPIC="web.tracking"
+podman_cmd() {
+    podman --runtime runc --storage-driver vfs --cgroup-manager cgroupfs --events-backend file "$@"
+}
+fail() { podman_cmd logs "$NAME" 2>&1 | tail -30 >&2 || true; die "$*"; }
+
+"$REPO_ROOT/scripts/kafka" status >/dev/null 2>&1 || "$REPO_ROOT/scripts/kafka" start
+command -v kcat >/dev/null || ensure_apt kcat
+
+ENV=(-e EVENTGW__KAFKA__BROKERS="$BROKERS" -e EVENTGW__KAFKA__REPLICATION_FACTOR=1
+    -e EVENTGW__SERVER__LISTEN="127.0.0.1:$PORT" -e EVENTGW__SERVER__DRAIN_GRACE_SECS=3
+    -e EVENTGW__SOURCES__0__WRITE_KEY="$KEY")
+start=$SECONDS
+log "gateway topics (the image's CLI, read-only, as eventgw)"
+podman_cmd run --rm --network host --read-only "${ENV[@]}" "$IMAGE" topics
+
+cleanup() { podman_cmd rm -f "$NAME" >/dev/null 2>&1 || true; }
+trap cleanup EXIT
+since_ms=$(( $(date +%s) * 1000 - 1000 ))
+podman_cmd run -d --name "$NAME" --network host --read-only "${ENV[@]}" \
+    --health-cmd "[\"/usr/bin/curl\",\"-fsS\",\"-o\",\"/dev/null\",\"--max-time\",\"2\",\"http://127.0.0.1:$PORT/healthz\"]" \
+    "$IMAGE" >/dev/null
+for _ in $(seq 1 100); do
+    curl -fsS -o /dev/null "http://127.0.0.1:$PORT/readyz" 2>/dev/null && break
+    sleep 0.2
+done
+curl -fsS -o /dev/null "http://127.0.0.1:$PORT/readyz" || fail "the container never became ready"
+log "ready after $((SECONDS - start)) s (including the topics run)"
+
+log "non-root, read-only root filesystem, health check"
+pid="$(podman_cmd inspect --format '{{.State.Pid}}' "$NAME")"
+uid="$(awk '/^Uid:/ {print $2}' "/proc/$pid/status")"
+[ "$uid" = "10001" ] || fail "the gateway runs as uid $uid, not 10001"
+root_opts="$(awk '$5 == "/" {print $6}' "/proc/$pid/mountinfo" | tail -1)"
+case ",$root_opts," in *,ro,*) ;; *) fail "root filesystem mounted $root_opts, not ro" ;; esac
+if podman_cmd exec "$NAME" /usr/bin/curl -fsS -o /etc/eventgw/written file:///etc/passwd 2>/dev/null; then
+    fail "the container could write /etc/eventgw"
+fi
+podman_cmd healthcheck run "$NAME" >/dev/null || fail "the image's health check failed"
+echo "uid $uid, root mount $root_opts, writing /etc refused, health check healthy"
+
+log "one event in, read back from $TOPIC"
+id="$RUN-single"
+answer="$(curl -fsS -u "$KEY:" -H 'Content-Type: application/json' "http://127.0.0.1:$PORT/v1/track" \
+    -d "{\"type\":\"track\",\"event\":\"Link Clicked\",\"messageId\":\"$id\",\"anonymousId\":\"anon-$RUN\",\"properties\":{\"href\":\"https://example.com/image\"}}")"
+echo "answer: $answer"
+found="$(kcat -b "$BROKERS" -C -t "$TOPIC" -o "s@$since_ms" -e -q -f '%h %s\n' 2>/dev/null | grep -c "\"$id\"" || true)"
+[ "$found" = "1" ] || fail "expected 1 record of $id on $TOPIC, read $found"
+echo "read back 1 record of $id"
+
+log "SIGTERM during load: drain"
+python3 "$REPO_ROOT/deploy/test/drain_load.py" --url "http://127.0.0.1:$PORT" --key "$KEY" --run "$RUN" \
+    --out "$STATE_DIR/image/acked-$RUN.txt" --kill "podman --runtime runc --storage-driver vfs --cgroup-manager cgroupfs --events-backend file kill --signal TERM $NAME"
+status="$(podman_cmd wait "$NAME")"
+podman_cmd logs "$NAME" 2>&1 | grep -E 'Shutting down|Draining|Closing the listener|Producer flushed|bye' | sed 's/^/  gateway: /' | cut -c1-160
+[ "$status" = "0" ] || fail "the gateway exited $status after SIGTERM"
+kcat -b "$BROKERS" -C -t "$TOPIC" -o "s@$since_ms" -e -q -f '%s\n' 2>/dev/null \
+    | grep -o "\"messageId\":\"$RUN-load-[0-9-]*\"" | sed 's/.*:"\(.*\)"/\1/' | sort >"$STATE_DIR/image/read-$RUN.txt"
+sort -o "$STATE_DIR/image/acked-$RUN.txt" "$STATE_DIR/image/acked-$RUN.txt"
+acked=$(wc -l <"$STATE_DIR/image/acked-$RUN.txt")
+read_back=$(sort -u "$STATE_DIR/image/read-$RUN.txt" | wc -l)
+lost=$(comm -23 "$STATE_DIR/image/acked-$RUN.txt" <(sort -u "$STATE_DIR/image/read-$RUN.txt") | wc -l)
+echo "acknowledged $acked, distinct read back $read_back, acknowledged but missing $lost"
+[ "$acked" -gt 0 ] || fail "no event was acknowledged during the load"
+[ "$lost" = "0" ] || fail "$lost acknowledged events are missing from $TOPIC"
+log "image test passed in $((SECONDS - start)) s (exit $status after SIGTERM)"
