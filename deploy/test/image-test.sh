@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The image against the local Kafka (127.0.0.1:9092), as scripts/image test
-# runs it after building: the `topics` command of the same CLI, one event
-# read back with kcat, the container's user and read-only root, the health
-# check, then SIGTERM during load: every request sent is answered, the load
-# (like a load balancer) stops sending when /readyz turns red, and every
-# messageId answered 200 is read back from Kafka.
+# runs it after building: `gateway topics` with the baked configuration;
+# then the gateway as the chart's default values run it (its ConfigMaps
+# laid out as the kubelet mounts them, its environment, the write key as
+# its Secret would give it, only the brokers and the listener pointed at
+# this machine): the container's user and read-only root, the health check,
+# one event read back with kcat, then SIGTERM during load: every request
+# sent is answered, the load (like a load balancer) stops sending when
+# /readyz turns red, and every messageId answered 200 is read back.
 # Needs IMAGE and CONTAINERS_CONF from scripts/image.
 set -euo pipefail
 source "$(dirname "$0")/../../scripts/lib.sh"
@@ -32,12 +35,21 @@ start=$SECONDS
 log "gateway topics (the image's CLI, read-only, as eventgw)"
 podman_cmd run --rm --network host --read-only "${ENV[@]}" "$IMAGE" topics
 
+log "the pod of the chart's default values (helm template), in this image"
+POD="$STATE_DIR/image/pod-$RUN"
+"$REPO_ROOT/scripts/helm" template eventgw deploy/helm/eventgw --kube-version 1.34.3 >"$POD.yaml" 2>/dev/null
+python3 deploy/test/pod_from_chart.py "$POD.yaml" "$POD" --secret EVENTGW__SOURCES__0__WRITE_KEY="$KEY" \
+    --set EVENTGW__KAFKA__BROKERS="$BROKERS" --set EVENTGW__SERVER__LISTEN="127.0.0.1:$PORT" \
+    --set EVENTGW__KAFKA__REPLICATION_FACTOR=1 --set EVENTGW__SERVER__DRAIN_GRACE_SECS=3
+MOUNTS=()
+while IFS= read -r mount; do MOUNTS+=(-v "$mount:ro"); done <"$POD/mounts"
+
 cleanup() { podman_cmd rm -f "$NAME" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 since_ms=$(( $(date +%s) * 1000 - 1000 ))
-podman_cmd run -d --name "$NAME" --network host --read-only "${ENV[@]}" \
+podman_cmd run -d --name "$NAME" --network host --read-only --env-file "$POD/env" "${MOUNTS[@]}" \
     --health-cmd "[\"/usr/bin/curl\",\"-fsS\",\"-o\",\"/dev/null\",\"--max-time\",\"2\",\"http://127.0.0.1:$PORT/healthz\"]" \
-    "$IMAGE" >/dev/null
+    "$IMAGE" serve >/dev/null
 for _ in $(seq 1 100); do
     curl -fsS -o /dev/null "http://127.0.0.1:$PORT/readyz" 2>/dev/null && break
     sleep 0.2
