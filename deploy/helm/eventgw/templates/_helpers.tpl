@@ -34,14 +34,14 @@ the producer's flush (shutdown_timeout_secs again), plus a margin.
 */}}
 {{- define "eventgw.terminationGracePeriod" -}}
 {{- $g := .Values.gateway -}}
-{{- $computed := add .Values.preStopSleepSeconds $g.drainGraceSecs (mul 2 $g.shutdownTimeoutSecs) .Values.terminationGraceMarginSeconds -}}
+{{- $stop := add .Values.preStopSleepSeconds $g.drainGraceSecs (mul 2 $g.shutdownTimeoutSecs) -}}
 {{- if .Values.terminationGracePeriodSeconds -}}
-{{- if le (int .Values.terminationGracePeriodSeconds) (int $computed) -}}
-{{- fail (printf "terminationGracePeriodSeconds (%v) must exceed preStop + drain + 2 x shutdown + margin (%v)" .Values.terminationGracePeriodSeconds $computed) -}}
+{{- if le (int .Values.terminationGracePeriodSeconds) (int $stop) -}}
+{{- fail (printf "terminationGracePeriodSeconds (%v) must exceed preStop + drain + 2 x shutdown (%v)" .Values.terminationGracePeriodSeconds $stop) -}}
 {{- end -}}
 {{- .Values.terminationGracePeriodSeconds -}}
 {{- else -}}
-{{- $computed -}}
+{{- add $stop .Values.terminationGraceMarginSeconds -}}
 {{- end -}}
 {{- end -}}
 
