@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The image against the local Kafka (127.0.0.1:9092), as scripts/image test
 # runs it after building: `gateway topics` with the baked configuration;
-# then the gateway as the chart's default values run it (its ConfigMaps
+# `gateway check-config` on the pod of the chart's secure values
+# (secure-config.sh); then the gateway as the chart's default values run it (its ConfigMaps
 # laid out as the kubelet mounts them, its environment, the write key as
 # its Secret would give it, only the brokers and the listener pointed at
 # this machine): the container's user and read-only root, the health check,
@@ -34,6 +35,9 @@ ENV=(-e EVENTGW__KAFKA__BROKERS="$BROKERS" -e EVENTGW__KAFKA__REPLICATION_FACTOR
 start=$SECONDS
 log "gateway topics (the image's CLI, read-only, as eventgw)"
 podman_cmd run --rm --network host --read-only --no-healthcheck "${ENV[@]}" "$IMAGE" topics
+
+log "the pod of the chart's secure values (TLS, JWT, dedupe, privacy keys) passes check-config"
+"$REPO_ROOT/deploy/test/secure-config.sh"
 
 log "the pod of the chart's default values (helm template), in this image"
 POD="$STATE_DIR/image/pod-$RUN"

@@ -1,10 +1,11 @@
 """Lays out what the chart's gateway pod would get, so the image can run
 with exactly that: the ConfigMaps' files at their mount paths (the catalog
 through its `items`) and the container's environment, with each Secret
-reference filled from --secret NAME=VALUE and any variable replaced by
---set NAME=VALUE (the local Kafka's address, a loopback listener).
+reference filled from --secret NAME=VALUE, each Secret volume from --secret-dir VOLUME=DIR,
+and any variable replaced by --set NAME=VALUE (the local Kafka's address,
+a loopback listener).
 
-    python3 pod_from_chart.py MANIFEST.yaml OUTDIR [--set N=V]... [--secret N=V]...
+    python3 pod_from_chart.py MANIFEST.yaml OUTDIR [--set N=V]... [--secret N=V]... [--secret-dir V=DIR]...
 
 Writes OUTDIR/mounts (one `HOSTPATH:MOUNTPATH` a line) and OUTDIR/env
 (`NAME=VALUE` lines for podman --env-file). Fails on a Secret reference
@@ -38,7 +39,9 @@ def main():
     args.add_argument("out")
     args.add_argument("--set", action="append", default=[])
     args.add_argument("--secret", action="append", default=[])
+    args.add_argument("--secret-dir", action="append", default=[])
     opts = args.parse_args()
+    secret_dirs = dict(s.split("=", 1) for s in opts.secret_dir)
     docs = [d for d in yaml.safe_load_all(open(opts.manifest)) if d]
     configmaps = {d["metadata"]["name"]: d["data"] for d in docs if d["kind"] == "ConfigMap"}
     workload = next(d for d in docs if d["kind"] in ("Deployment", "StatefulSet"))
@@ -50,8 +53,14 @@ def main():
         mount = next((m for m in gateway["volumeMounts"] if m["name"] == volume["name"]), None)
         if mount is None or "emptyDir" in volume:
             continue
+        if "secret" in volume:
+            if volume["name"] not in secret_dirs:
+                sys.exit(f"volume {volume['name']} is Secret {volume['secret']['secretName']}: "
+                         f"give its files with --secret-dir {volume['name']}=DIR")
+            mounts.append(f"{secret_dirs[volume['name']]}:{mount['mountPath']}")
+            continue
         if "configMap" not in volume:
-            sys.exit(f"volume {volume['name']} is not a ConfigMap: this layout covers the default values only")
+            sys.exit(f"volume {volume['name']} is neither a ConfigMap nor a Secret")
         data = configmaps[volume["configMap"]["name"]]
         items = volume["configMap"].get("items") or [{"key": k, "path": k} for k in data]
         lay_out(out / volume["name"], {item["path"]: data[item["key"]] for item in items})
