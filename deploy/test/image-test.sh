@@ -98,4 +98,5 @@ lost=$(comm -23 "$STATE_DIR/image/acked-$RUN.txt" <(sort -u "$STATE_DIR/image/re
 echo "acknowledged $acked, distinct read back $read_back, acknowledged but missing $lost"
 [ "$acked" -gt 0 ] || fail "no event was acknowledged during the load"
 [ "$lost" = "0" ] || fail "$lost acknowledged events are missing from $TOPIC"
+rm -rf "$POD" "$POD.yaml" "$STATE_DIR/image/acked-$RUN.txt" "$STATE_DIR/image/read-$RUN.txt"
 log "image test passed in $((SECONDS - start)) s (exit $status after SIGTERM)"

@@ -35,3 +35,4 @@ while IFS= read -r mount; do mounts+=(-v "$mount:ro"); done <"$DIR/pod/mounts"
 podman --runtime runc --storage-driver vfs --cgroup-manager cgroupfs --events-backend file \
     run --rm --network host --read-only --no-healthcheck --env-file "$DIR/pod/env" "${mounts[@]}" \
     "$IMAGE" check-config
+rm -rf "$DIR"
