@@ -5,6 +5,7 @@
 //! limiter refuses spends nothing of any other. Keyed limiters are
 //! cleaned periodically so memory stays bounded under many distinct keys.
 
+mod client_key;
 mod refundable;
 
 use std::collections::HashMap;
@@ -21,6 +22,7 @@ use governor::{Quota, RateLimiter};
 use refundable::RefundableStore;
 
 pub use crate::config::quota::{QuotaConfig, Rate};
+pub use client_key::{DEFAULT_IPV6_PREFIX_LEN, MAX_IPV6_PREFIX_LEN, client_key};
 
 impl Rate {
     /// The governor quota, or `None` for a rate that is not positive.
@@ -79,6 +81,8 @@ pub struct Quotas<C: Clock = DefaultClock> {
     auth_failures: Option<(Rate, Keyed<IpAddr, C>)>,
     /// Addresses locked out after too many failed authentications, until when.
     locked_out: Mutex<HashMap<IpAddr, C::Instant>>,
+    /// IPv6 addresses are keyed by this many leading bits (see [`client_key`]).
+    ipv6_prefix_len: u8,
 }
 
 impl Quotas<DefaultClock> {
@@ -101,13 +105,14 @@ impl<C: Clock + Clone> Quotas<C> {
             global: EventLimiter::new("global", config.global, &clock),
             auth_failures: ip_keyed(config.auth_failures),
             locked_out: Mutex::new(HashMap::new()),
+            ipv6_prefix_len: config.ipv6_prefix_len,
             clock,
         }
     }
 
     /// One request from `ip` (before its body is read).
     pub fn check_request(&self, ip: Option<IpAddr>) -> Result<(), Denied> {
-        if let (Some((rate, limiter)), Some(ip)) = (&self.ip, ip) {
+        if let (Some((rate, limiter)), Some(ip)) = (&self.ip, self.key(ip)) {
             self.conform(limiter.check_key_n(&ip, NonZeroU32::MIN), "ip", *rate)?;
         }
         Ok(())
@@ -147,7 +152,7 @@ impl<C: Clock + Clone> Quotas<C> {
 
     /// Whether `ip` is locked out for failing authentication too often.
     pub fn check_locked_out(&self, ip: Option<IpAddr>) -> Result<(), Denied> {
-        let (Some((rate, _)), Some(ip)) = (&self.auth_failures, ip) else { return Ok(()) };
+        let (Some((rate, _)), Some(ip)) = (&self.auth_failures, self.key(ip)) else { return Ok(()) };
         let now = self.clock.now();
         let until = self.locked_out.lock().ok().and_then(|m| m.get(&ip).copied());
         match until {
@@ -161,12 +166,16 @@ impl<C: Clock + Clone> Quotas<C> {
     /// Counts a failed authentication from `ip`; past the allowance the
     /// address is locked out until the limiter would let it try again.
     pub fn record_auth_failure(&self, ip: Option<IpAddr>) {
-        let (Some((_, limiter)), Some(ip)) = (&self.auth_failures, ip) else { return };
+        let (Some((_, limiter)), Some(ip)) = (&self.auth_failures, self.key(ip)) else { return };
         if let Err(not_until) = limiter.check_key(&ip)
             && let Ok(mut locked) = self.locked_out.lock()
         {
             locked.insert(ip, not_until.earliest_possible());
         }
+    }
+
+    fn key(&self, ip: Option<IpAddr>) -> Option<IpAddr> {
+        ip.map(|ip| client_key(ip, self.ipv6_prefix_len))
     }
 
     fn conform<E>(

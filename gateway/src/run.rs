@@ -68,6 +68,7 @@ pub async fn run_state(
     tracing::info!(%listen, scheme, events = state.catalog.events().len(), "Gateway listening");
     actix_web::rt::spawn(clean_quotas(Arc::clone(&state)));
     let server = crate::server::serve_with_tls(Arc::clone(&state), listener, tls.clone())?;
+    crate::features::Features::of(&state.config).log(listen, state.catalog.events().len());
     actix_web::rt::spawn(obey(Arc::clone(&state), tls, server.handle(), signals));
     server.await?;
     tracing::info!("Server stopped; flushing the producer");

@@ -68,3 +68,15 @@ fn unknown_keys_bad_values_and_syntax_errors_are_refused() {
     let err = Config::load(Path::new("/nonexistent/eventgw.toml")).expect_err("missing").to_string();
     assert!(err.contains("/nonexistent/eventgw.toml") && err.contains("cannot read"), "{err}");
 }
+
+#[test]
+fn the_ipv6_quota_prefix_is_1_to_128_bits_and_64_by_default() {
+    assert_eq!(with_env(&[]).expect("dev config").quotas.ipv6_prefix_len, 64);
+    let at = |len: &str| with_env(&[("EVENTGW__QUOTAS__IPV6_PREFIX_LEN", len)]);
+    assert_eq!(at("128").expect("the full address").quotas.ipv6_prefix_len, 128);
+    assert_eq!(at("1").expect("the shortest prefix").quotas.ipv6_prefix_len, 1);
+    for refused in ["129", "0"] {
+        let err = at(refused).expect_err(refused).to_string();
+        assert!(err.contains("quotas.ipv6_prefix_len") && err.contains("between 1 and 128"), "{refused}: {err}");
+    }
+}

@@ -147,3 +147,62 @@ async fn the_example_config_refuses_a_flood_from_the_demo_source() {
     assert!(first.iter().all(|id| landed.contains(id.as_str())), "every accepted event landed");
     gw.stop().await;
 }
+
+/// A request from `ip`, as the trusted proxy on 127.0.0.1 forwards it.
+fn from(gw: &TestGateway, ip: &str, key: &str) -> reqwest::RequestBuilder {
+    client()
+        .post(format!("{}/v1/batch", gw.url))
+        .header("x-forwarded-for", ip)
+        .basic_auth(key, Some(""))
+        .json(&clicks(1).1)
+}
+
+/// Issue 28, item 10: an IPv6 client holds a whole /64 and can send each
+/// request from a fresh address of it. Before the fix the IP quota and the
+/// lock-out were keyed by the full address and never caught it.
+#[actix_web::test]
+async fn rotating_ipv6_addresses_within_one_64_share_the_ip_quota_and_the_lock_out() {
+    let mut cfg = config(&brokers());
+    cfg.quotas.ip = Some(Rate { per_second: SLOW, burst: 3 });
+    let gw = TestGateway::start(cfg).await;
+    for host in 1..=3 {
+        let ip = format!("2001:db8:a:b::{host}");
+        assert_eq!(answer(from(&gw, &ip, "demo-write-key").send().await.expect("sent")).await.0, 200, "{ip}");
+    }
+    let (status, _, body) =
+        answer(from(&gw, "2001:db8:a:b:ffff::99", "demo-write-key").send().await.expect("sent")).await;
+    assert_eq!((status, body["code"].as_str()), (429, Some("quota_exceeded")), "a fourth address of the /64: {body}");
+    let next = from(&gw, "2001:db8:a:c::1", "demo-write-key").send().await.expect("sent");
+    assert_eq!(answer(next).await.0, 200, "the next /64 is another client");
+    gw.stop().await;
+
+    let mut cfg = config(&brokers());
+    cfg.quotas.auth_failures = Some(Rate { per_second: SLOW, burst: 2 });
+    let gw = TestGateway::start(cfg).await;
+    for host in 1..=3 {
+        let ip = format!("2001:db8:a:b::{host}");
+        assert_eq!(answer(from(&gw, &ip, "guessed-key-123").send().await.expect("sent")).await.0, 401, "{ip}");
+    }
+    let (status, _, body) = answer(from(&gw, "2001:db8:a:b::4", "guessed-key-123").send().await.expect("sent")).await;
+    assert_eq!((status, body["code"].as_str()), (429, Some("too_many_auth_failures")), "{body}");
+    let (status, _, body) = answer(from(&gw, "2001:db8:a:b::5", "demo-write-key").send().await.expect("sent")).await;
+    assert_eq!((status, body["code"].as_str()), (429, Some("too_many_auth_failures")), "the whole /64: {body}");
+    let other = from(&gw, "2001:db8:a:c::1", "demo-write-key").send().await.expect("sent");
+    assert_eq!(answer(other).await.0, 200, "another /64 is not locked out");
+    gw.stop().await;
+}
+
+/// `quotas.ipv6_prefix_len = 128`: each address is its own client again.
+#[actix_web::test]
+async fn with_a_128_bit_prefix_each_ipv6_address_has_its_own_quota() {
+    let mut cfg = config(&brokers());
+    cfg.quotas.ip = Some(Rate { per_second: SLOW, burst: 1 });
+    cfg.quotas.ipv6_prefix_len = 128;
+    let gw = TestGateway::start(cfg).await;
+    for ip in ["2001:db8:a:b::1", "2001:db8:a:b::2"] {
+        assert_eq!(answer(from(&gw, ip, "demo-write-key").send().await.expect("sent")).await.0, 200, "{ip}");
+    }
+    let again = from(&gw, "2001:db8:a:b::1", "demo-write-key").send().await.expect("sent");
+    assert_eq!(answer(again).await.0, 429, "the same address again");
+    gw.stop().await;
+}

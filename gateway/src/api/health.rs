@@ -11,7 +11,9 @@ pub async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(json!({"status": "ok"}))
 }
 
-/// `GET /readyz`: Kafka answers a metadata request and the catalog is loaded
+/// `GET /readyz`: Kafka takes writes (a recent acknowledgement, or the
+/// latest metadata probe, made off the request path: this never waits on
+/// Kafka, see `sink/kafka_probe.rs`) and the catalog is loaded
 /// (it always is once the server runs: start-up refuses a broken catalog).
 /// With the spool on, the gateway stays ready while Kafka is away and the
 /// spool can take events, and says it is spooling (and how much it holds).

@@ -5,7 +5,8 @@ use actix_web::{HttpResponse, web};
 use crate::AppState;
 
 /// Renders every metric; the producer queue depth, its high-water mark,
-/// readiness (the same probe as `/readyz`) and the spool are read at scrape time.
+/// readiness (the same answer as `/readyz`, never waiting on Kafka) and the
+/// spool are read at scrape time.
 pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
     state.metrics.queue_depth.set(state.sink.queue_depth());
     let high_water = state.config.kafka.backpressure_threshold();

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 /// `[geo]`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GeoConfig {
     /// A City (or Country) database; relative to the configuration file.

@@ -118,6 +118,9 @@ impl Config {
                 return Err((key, "per_second must be above 0 and burst at least 1".into()));
             }
         }
+        if !(1..=crate::quota::MAX_IPV6_PREFIX_LEN).contains(&quotas.ipv6_prefix_len) {
+            return Err(("quotas.ipv6_prefix_len", "must be between 1 and 128 (the full address)".into()));
+        }
         for proxy in &self.enrichment.trusted_proxies {
             if parse_net(proxy).is_none() {
                 return Err(("enrichment.trusted_proxies", format!("`{proxy}` is not an IP address or CIDR range")));

@@ -14,7 +14,7 @@ pub struct Rate {
 }
 
 /// Which quotas apply; a missing one is unlimited.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QuotaConfig {
     /// Events per source.
@@ -28,9 +28,33 @@ pub struct QuotaConfig {
     pub global: Option<Rate>,
     /// Failed authentications per client IP before it is locked out.
     pub auth_failures: Option<Rate>,
+    /// The IP quota and the lock-out key an IPv6 address by this many
+    /// leading bits (1 to 128), since a subscriber holds a whole prefix
+    /// (see `quota/client_key.rs`); IPv4 addresses are keyed whole.
+    #[serde(default = "default_ipv6_prefix_len")]
+    pub ipv6_prefix_len: u8,
     /// How often idle limiter state is dropped.
     #[serde(default = "default_cleanup_secs")]
     pub cleanup_interval_secs: u64,
+}
+
+/// No quota; the defaults a file gets for the keys it leaves out.
+impl Default for QuotaConfig {
+    fn default() -> Self {
+        Self {
+            source: None,
+            subject: None,
+            ip: None,
+            global: None,
+            auth_failures: None,
+            ipv6_prefix_len: default_ipv6_prefix_len(),
+            cleanup_interval_secs: default_cleanup_secs(),
+        }
+    }
+}
+
+fn default_ipv6_prefix_len() -> u8 {
+    crate::quota::DEFAULT_IPV6_PREFIX_LEN
 }
 
 fn default_cleanup_secs() -> u64 {

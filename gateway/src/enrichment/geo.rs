@@ -113,6 +113,11 @@ impl GeoDb {
         Ok(db)
     }
 
+    /// The settings the databases were opened with.
+    pub fn config(&self) -> &GeoConfig {
+        &self.config
+    }
+
     fn paths(&self) -> Vec<&Path> {
         std::iter::once(self.config.database.as_path()).chain(self.config.asn_database.as_deref()).collect()
     }

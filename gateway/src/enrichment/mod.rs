@@ -123,7 +123,24 @@ impl Edge {
 
     /// SIGHUP: new per-source settings, and the geo databases and the
     /// suppression list re-read; on error nothing changes.
+    /// Changed `[geo]` settings are not applied (the databases are opened
+    /// at start-up), but a restart with them must start: their files are
+    /// opened now, and the reload is refused when one cannot be read.
     pub fn reload(&self, config: &Config) -> Result<(), EdgeError> {
+        let running = self.geo.as_ref().map(geo::GeoDb::config);
+        if config.geo.as_ref() != running {
+            if let Some(new) = &config.geo {
+                geo::GeoDb::open(new)?;
+            }
+            let path = |g: Option<&crate::config::enrichment::GeoConfig>| {
+                g.map_or_else(|| "none".to_owned(), |g| g.database.display().to_string())
+            };
+            tracing::warn!(
+                running = %path(running),
+                configured = %path(config.geo.as_ref()),
+                "Geo database settings changed; they apply on restart, the running ones stay"
+            );
+        }
         if let Some(geo) = &self.geo {
             geo.reload()?;
         }

@@ -19,10 +19,10 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::KafkaError;
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
-use rdkafka::{Offset, TopicPartitionList};
+use rdkafka::{ClientContext, Offset, TopicPartitionList};
 
 use crate::config::KafkaConfig;
 
@@ -53,11 +53,11 @@ impl SuppressionTopic {
             loaded: AtomicBool::new(false),
             waiting: Mutex::new("not read yet".into()),
         });
-        let consumer: BaseConsumer = client_config(kafka)
+        let consumer: BaseConsumer<Quiet> = client_config(kafka)
             .set("enable.auto.commit", "false")
             .set("enable.partition.eof", "true")
             .set("group.id", "eventgw-suppression")
-            .create()?;
+            .create_with_context(Quiet { topic: topic.to_owned() })?;
         let weak = Arc::downgrade(&list);
         let spawned =
             std::thread::Builder::new().name("eventgw-suppression".into()).spawn(move || run(&consumer, &weak));
@@ -112,6 +112,29 @@ impl SuppressionTopic {
     }
 }
 
+/// The consumer's errors, into `tracing`. With `enable.partition.eof`
+/// librdkafka reports each partition's end as an error event too, which
+/// rdkafka's default context logs at ERROR: every start logged one error
+/// per partition. The end of a partition is how the first read completes
+/// ([`run`] counts it), so it is logged at DEBUG.
+struct Quiet {
+    /// The topic, named in every line.
+    topic: String,
+}
+
+impl ClientContext for Quiet {
+    fn error(&self, error: KafkaError, reason: &str) {
+        let eof = matches!(error, KafkaError::PartitionEOF(_));
+        if eof || error.rdkafka_error_code() == Some(RDKafkaErrorCode::PartitionEOF) {
+            tracing::debug!(topic = %self.topic, reason, "Suppression topic partition read to its end");
+            return;
+        }
+        tracing::warn!(topic = %self.topic, %error, reason, "Suppression topic consumer error");
+    }
+}
+
+impl ConsumerContext for Quiet {}
+
 fn client_config(kafka: &KafkaConfig) -> ClientConfig {
     let mut config = ClientConfig::new();
     config.set("bootstrap.servers", &kafka.brokers);
@@ -130,7 +153,7 @@ struct FirstRead {
     done: HashSet<i32>,
 }
 
-fn run(consumer: &BaseConsumer, weak: &Weak<SuppressionTopic>) {
+fn run(consumer: &BaseConsumer<Quiet>, weak: &Weak<SuppressionTopic>) {
     let mut first: Option<FirstRead> = None;
     loop {
         let Some(list) = weak.upgrade() else { return };
@@ -171,7 +194,7 @@ fn run(consumer: &BaseConsumer, weak: &Weak<SuppressionTopic>) {
 
 /// Assigns every partition of `topic` from the beginning and notes where
 /// each ends now; empty partitions are read already.
-fn assign(consumer: &BaseConsumer, topic: &str) -> Result<FirstRead, String> {
+fn assign(consumer: &BaseConsumer<Quiet>, topic: &str) -> Result<FirstRead, String> {
     let metadata = consumer.fetch_metadata(Some(topic), Duration::from_secs(5)).map_err(|e| e.to_string())?;
     let partitions: Vec<i32> = metadata
         .topics()
@@ -203,4 +226,49 @@ fn assign(consumer: &BaseConsumer, topic: &str) -> Result<FirstRead, String> {
 /// topic is left as it is.
 pub async fn ensure_topic(kafka: &KafkaConfig, topic: &str) -> anyhow::Result<bool> {
     crate::topics::ensure_suppression_topic(kafka, topic).await
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    /// What `during` logged at INFO and above, as text.
+    fn logged(during: impl FnOnce()) -> String {
+        let out = Arc::new(Mutex::new(Vec::<u8>::new()));
+        let sink = Arc::clone(&out);
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::INFO)
+            .with_ansi(false)
+            .with_writer(move || Writer(Arc::clone(&sink)))
+            .finish();
+        tracing::subscriber::with_default(subscriber, during);
+        let text = out.lock().expect("log").clone();
+        String::from_utf8(text).expect("utf-8")
+    }
+
+    struct Writer(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Writer {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("log").extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_end_of_a_partition_is_not_logged_as_an_error() {
+        let quiet = Quiet { topic: "privacy.suppressions".into() };
+        let eof = KafkaError::Global(RDKafkaErrorCode::PartitionEOF);
+        assert_eq!(logged(|| quiet.error(eof, "Fetch from broker 1 reached end of partition at offset 0")), "");
+        assert_eq!(logged(|| quiet.error(KafkaError::PartitionEOF(0), "end")), "");
+        let down = KafkaError::Global(RDKafkaErrorCode::AllBrokersDown);
+        let text = logged(|| quiet.error(down, "1/1 brokers are down"));
+        assert!(text.contains("WARN") && text.contains("1/1 brokers are down"), "{text}");
+        assert!(text.contains("privacy.suppressions"), "the topic is named: {text}");
+    }
 }

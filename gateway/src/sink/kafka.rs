@@ -28,6 +28,7 @@ use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, PurgeConfig, ThreadedProducer};
 use tokio::sync::oneshot;
 
+use super::kafka_probe::{self, Next, PROBE_TIMEOUT, ProbeCell, ProbeCounts};
 use super::spool::SpooledRecord;
 use super::{Delivered, OutRecord, Sink, SinkError};
 use crate::config::KafkaConfig;
@@ -177,6 +178,34 @@ struct Inner {
     last_ack_ms: Arc<AtomicU64>,
     /// The origin of `last_ack_ms`.
     started: Instant,
+    /// The latest readiness probe, made on a thread of its own.
+    probe: Arc<ProbeCell>,
+}
+
+impl Inner {
+    fn acknowledged_within(&self, window: Duration) -> bool {
+        let last = self.last_ack_ms.load(Ordering::Relaxed);
+        let now = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        last > 0 && now.saturating_sub(last) <= u64::try_from(window.as_millis()).unwrap_or(u64::MAX)
+    }
+}
+
+/// What the probing thread does next: nothing once the sink is gone; no
+/// metadata request while acknowledgements prove Kafka takes writes. The
+/// thread holds the sink only between probes, never during one.
+fn next_probe(inner: &std::sync::Weak<Inner>) -> Next {
+    let Some(inner) = inner.upgrade() else { return Next::Stop };
+    if inner.acknowledged_within(RECENT_ACK) {
+        return Next::Acknowledged;
+    }
+    let generation = inner.current.load_full();
+    Next::Probe(Box::new(move || {
+        match generation.producer.client().fetch_metadata(None, PROBE_TIMEOUT).map(|m| m.brokers().len()) {
+            Ok(brokers) if brokers > 0 => Ok(()),
+            Ok(_) => Err("Kafka reported no brokers".into()),
+            Err(e) => Err(format!("Kafka is unreachable: {e}")),
+        }
+    }))
 }
 
 /// An acknowledgement younger than this makes the sink ready without probing.
@@ -208,8 +237,12 @@ impl KafkaSink {
             recreated: AtomicU64::new(0),
             last_ack_ms: Arc::new(AtomicU64::new(0)),
             started: Instant::now(),
+            probe: Arc::new(ProbeCell::default()),
         };
-        Ok(Self { inner: Arc::new(inner) })
+        let inner = Arc::new(inner);
+        let weak = Arc::downgrade(&inner);
+        kafka_probe::spawn(Arc::clone(&inner.probe), move || next_probe(&weak));
+        Ok(Self { inner })
     }
 
     /// How many times a fatal error made the sink replace its producer.
@@ -335,9 +368,23 @@ fn wait_all(
 impl KafkaSink {
     /// Whether Kafka acknowledged a record within `window`.
     pub fn acknowledged_within(&self, window: Duration) -> bool {
-        let last = self.inner.last_ack_ms.load(Ordering::Relaxed);
-        let now = u64::try_from(self.inner.started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        last > 0 && now.saturating_sub(last) <= u64::try_from(window.as_millis()).unwrap_or(u64::MAX)
+        self.inner.acknowledged_within(window)
+    }
+
+    /// How many readiness probes began and answered.
+    pub fn probe_counts(&self) -> ProbeCounts {
+        self.inner.probe.counts()
+    }
+
+    /// Whether Kafka takes writes, from what the sink already knows: the
+    /// producer is not fatally broken, and Kafka acknowledged a record
+    /// recently or answered the latest probe. Never waits on Kafka.
+    pub fn readiness(&self) -> Result<(), String> {
+        self.healthy().map_err(|error| error.to_string())?;
+        if self.acknowledged_within(RECENT_ACK) {
+            return Ok(());
+        }
+        self.inner.probe.latest()
     }
 
     /// False while the producer is fatally broken and not yet replaced.
@@ -398,25 +445,7 @@ impl Sink for KafkaSink {
     }
 
     fn check_ready(&self) -> BoxFuture<'static, Result<(), String>> {
-        let generation = match self.healthy() {
-            Ok(generation) => generation,
-            Err(error) => return futures::future::ready(Err(error.to_string())).boxed(),
-        };
-        if self.acknowledged_within(RECENT_ACK) {
-            return futures::future::ready(Ok(())).boxed();
-        }
-        async move {
-            let probe = actix_web::rt::task::spawn_blocking(move || {
-                generation.producer.client().fetch_metadata(None, Duration::from_secs(2)).map(|m| m.brokers().len())
-            });
-            match probe.await {
-                Ok(Ok(brokers)) if brokers > 0 => Ok(()),
-                Ok(Ok(_)) => Err("Kafka reported no brokers".into()),
-                Ok(Err(e)) => Err(format!("Kafka is unreachable: {e}")),
-                Err(e) => Err(format!("readiness probe failed: {e}")),
-            }
-        }
-        .boxed()
+        futures::future::ready(self.readiness()).boxed()
     }
 
     fn queue_depth(&self) -> i64 {

@@ -3,6 +3,7 @@
 //! [`KafkaSink`] against a real broker.
 
 mod kafka;
+mod kafka_probe;
 mod memory;
 pub mod spool;
 
@@ -11,6 +12,7 @@ use std::time::Duration;
 use futures::future::{BoxFuture, FutureExt};
 
 pub use kafka::KafkaSink;
+pub use kafka_probe::{PROBE_INTERVAL, PROBE_TIMEOUT, ProbeCounts};
 pub use memory::MemorySink;
 pub use spool::{SpoolSink, SpoolStatus};
 
@@ -104,6 +106,8 @@ pub trait Sink: Send + Sync + 'static {
     }
 
     /// Whether the sink can take traffic now; the error says why not.
+    /// `/readyz` and `/metrics` await it, so it must answer from state the
+    /// sink already holds, never by asking Kafka (see `kafka_probe`).
     fn check_ready(&self) -> BoxFuture<'static, Result<(), String>>;
 
     /// Records handed over and not yet acknowledged or failed.
