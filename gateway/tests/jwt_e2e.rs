@@ -244,9 +244,7 @@ async fn an_alias_under_a_jwt_may_only_merge_identities_the_token_vouches_for() 
     let alice = sign(Algorithm::HS256, None, &c, &hs);
     c["src"] = json!("trusted-backend");
     let backend = sign(Algorithm::HS256, None, &c, &hs);
-    let alias = |id: &str, previous: Value| {
-        json!({"batch": [{"type": "alias", "messageId": id, "userId": "alice", "previousId": previous}]})
-    };
+    let alias = |id: &str, previous: Value| json!({"batch": [{"type": "alias", "messageId": id, "userId": "alice", "previousId": previous}]});
     let ids: Vec<String> = (0..5).map(|_| unique("alias")).collect();
     let (status, foreign) = post_with_token(&gw, &alice, &alias(&ids[0], json!("bob"))).await;
     assert_eq!(status, 200, "{foreign}");
@@ -265,7 +263,10 @@ async fn an_alias_under_a_jwt_may_only_merge_identities_the_token_vouches_for() 
         assert!(find(&brokers(), "crm.identities", id).is_empty(), "{id} merged a foreign profile");
     }
     let merged = find(&brokers(), "crm.identities", &ids[2]);
-    assert_eq!((merged[0].value["userId"].as_str(), merged[0].value["previousId"].as_str()), (Some("alice"), Some("device-a1")));
+    assert_eq!(
+        (merged[0].value["userId"].as_str(), merged[0].value["previousId"].as_str()),
+        (Some("alice"), Some("device-a1"))
+    );
     assert_eq!(find(&brokers(), "crm.identities", &ids[3]).len(), 1);
     gw.stop().await;
 }

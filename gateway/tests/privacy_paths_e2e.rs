@@ -31,7 +31,11 @@ fn files_with_checked_personal_fields() -> edge::EdgeFiles {
     let mut table: toml::Table = std::fs::read_to_string(&catalog).expect("catalog").parse().expect("toml");
     let mut link = table["events"]["Link Clicked"].as_table().cloned().expect("Link Clicked");
     link.insert("personal".into(), toml::Value::Table(r#""properties.href" = "hash""#.parse().expect("personal")));
-    table.get_mut("events").and_then(toml::Value::as_table_mut).expect("events").insert("Link Clicked".into(), link.into());
+    table
+        .get_mut("events")
+        .and_then(toml::Value::as_table_mut)
+        .expect("events")
+        .insert("Link Clicked".into(), link.into());
     std::fs::write(&catalog, toml::to_string(&table).expect("toml")).expect("write catalog");
     files
 }

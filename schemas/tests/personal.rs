@@ -28,7 +28,11 @@ fn copy(from: &Path, to: &Path) {
     fs::create_dir_all(to).expect("mkdir");
     for entry in fs::read_dir(from).expect("read_dir").flatten() {
         let target = to.join(entry.file_name());
-        if entry.path().is_dir() { copy(&entry.path(), &target) } else { fs::copy(entry.path(), target).map(drop).expect("copy") }
+        if entry.path().is_dir() {
+            copy(&entry.path(), &target)
+        } else {
+            fs::copy(entry.path(), target).map(drop).expect("copy")
+        }
     }
 }
 

@@ -19,8 +19,8 @@ use base64::Engine;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::config::{Config, SourceConfig, UnknownEvents};
 use self::jwt::Verified;
+use crate::config::{Config, SourceConfig, UnknownEvents};
 use crate::cors::OriginPolicy;
 use crate::quota::Quotas;
 

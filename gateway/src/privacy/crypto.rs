@@ -98,7 +98,8 @@ pub fn generation_of(text: &str) -> Option<u32> {
 
 /// Decrypts a value [`encrypt_v2`] produced for `user` with `key`.
 pub fn decrypt_v2(key: &[u8; KEY_BYTES], user: &str, text: &str) -> Result<Vec<u8>, CryptoError> {
-    let (_, body) = text.strip_prefix(ENCRYPTED_V2_PREFIX).and_then(|t| t.split_once(':')).ok_or(CryptoError::Undecryptable)?;
+    let (_, body) =
+        text.strip_prefix(ENCRYPTED_V2_PREFIX).and_then(|t| t.split_once(':')).ok_or(CryptoError::Undecryptable)?;
     decrypt(key, user, &format!("{ENCRYPTED_PREFIX}{body}"))
 }
 

@@ -31,8 +31,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::RwLock;
 
-use aes_gcm::aead::rand_core::RngCore as _;
 use aes_gcm::aead::OsRng;
+use aes_gcm::aead::rand_core::RngCore as _;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
