@@ -139,11 +139,13 @@ pub enum Code {
     Suppressed,
     /// A `messageId` already stored, or repeated in the request.
     DuplicateMessageId,
+    /// An `alias` under a JWT naming a `previousId` the token does not vouch for.
+    IdentityNotVouched,
 }
 
 impl Code {
     /// Every code, requests' first, then events'.
-    pub const ALL: [Self; 64] = [
+    pub const ALL: [Self; 65] = [
         Self::MalformedJson,
         Self::InvalidUtf8,
         Self::InvalidUnicodeEscape,
@@ -208,6 +210,7 @@ impl Code {
         Self::ConsentMissing,
         Self::Suppressed,
         Self::DuplicateMessageId,
+        Self::IdentityNotVouched,
     ];
 
     /// The code as answered, logged and counted.
@@ -277,6 +280,7 @@ impl Code {
             Self::ConsentMissing => "consent_missing",
             Self::Suppressed => "suppressed",
             Self::DuplicateMessageId => "duplicate_message_id",
+            Self::IdentityNotVouched => "identity_not_vouched",
         }
     }
 }

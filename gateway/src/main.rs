@@ -1,4 +1,4 @@
-//! `gateway [serve|topics|check-config|spool] [--config FILE]`: reads the
+//! `gateway [serve|topics|check-config|spool|keys] [--config FILE]`: reads the
 //! arguments and the configuration, sets up logging, binds the listener
 //! and hands over to [`gateway::run`].
 
@@ -50,6 +50,9 @@ enum Command {
     /// Status, inspect or replay of the local spool.
     #[command(subcommand)]
     Spool(SpoolCommand),
+    /// Rotate, erase with or decrypt with the user keys of `encrypt` fields.
+    #[command(subcommand)]
+    Keys(gateway::privacy::keys_cli::KeysCommand),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -65,6 +68,9 @@ fn main() -> anyhow::Result<()> {
     let command = cli.command.unwrap_or(Command::Serve);
     if let Command::Spool(spool) = command {
         return gateway::sink::spool::cli::main(spool, &config);
+    }
+    if let Command::Keys(keys) = command {
+        return gateway::privacy::keys_cli::main(keys, &config);
     }
     let runtime = actix_web::rt::System::new();
     runtime.block_on(command_for(command, config))
@@ -84,7 +90,7 @@ async fn command_for(command: Command, config: Config) -> anyhow::Result<()> {
             println!("created {} topic(s): {}", created.len(), created.join(", "));
             Ok(())
         }
-        Command::Serve | Command::Spool(_) => {
+        Command::Serve | Command::Spool(_) | Command::Keys(_) => {
             let listen = config.server.listen;
             let listener = TcpListener::bind(listen).with_context(|| format!("cannot listen on {listen}"))?;
             let signals = gateway::run::os_signals().context("cannot listen for signals")?;

@@ -220,3 +220,53 @@ async fn a_token_signed_with_a_new_key_is_accepted_once_the_jwks_document_has_it
     assert_eq!(find(&brokers(), "web.tracking", &id).len(), 1);
     gw.stop().await;
 }
+
+/// Issue 28 item 9: the subject overrides `userId`, so an alias's
+/// `previousId` is the only identity left for a token holder to forge.
+/// Under a JWT it may only name the subject or an identity the issuer's
+/// `identity_claim` lists; a source with `alias_any_previous_id` (a trusted
+/// backend) may name any; write-key traffic is unchanged.
+#[actix_web::test]
+async fn an_alias_under_a_jwt_may_only_merge_identities_the_token_vouches_for() {
+    let mut cfg = jwt_config(&scratch_jwks("alias"));
+    let issuer = json!({"issuer": "https://app.example", "audiences": ["eventgw"], "algorithms": ["HS256"],
+        "default_source": "demo", "source_claim": "src", "identity_claim": "anonymous_ids",
+        "keys": [{"secret": HS_SECRET}]});
+    cfg.jwt.issuers.push(serde_json::from_value(issuer).expect("issuer"));
+    let mut trusted = cfg.sources.iter().find(|s| s.id == "demo").expect("demo").clone();
+    (trusted.id, trusted.write_key) = ("trusted-backend".into(), None);
+    trusted.privacy.alias_any_previous_id = true;
+    cfg.sources.push(trusted);
+    let gw = TestGateway::start(cfg).await;
+    let hs = EncodingKey::from_secret(HS_SECRET.as_bytes()).expect("hs key");
+    let mut c = claims("https://app.example", "alice");
+    c["anonymous_ids"] = json!(["device-a1"]);
+    let alice = sign(Algorithm::HS256, None, &c, &hs);
+    c["src"] = json!("trusted-backend");
+    let backend = sign(Algorithm::HS256, None, &c, &hs);
+    let alias = |id: &str, previous: Value| json!({"batch": [{"type": "alias", "messageId": id, "userId": "alice", "previousId": previous}]});
+    let ids: Vec<String> = (0..5).map(|_| unique("alias")).collect();
+    let (status, foreign) = post_with_token(&gw, &alice, &alias(&ids[0], json!("bob"))).await;
+    assert_eq!(status, 200, "{foreign}");
+    assert_eq!(foreign["events"][0]["status"], "rejected", "{foreign}");
+    assert_eq!(foreign["events"][0]["code"], "identity_not_vouched");
+    let (_, numeric) = post_with_token(&gw, &alice, &alias(&ids[1], json!(42))).await;
+    assert_eq!(numeric["events"][0]["code"], "identity_not_vouched", "compared as stored: {numeric}");
+    let (_, vouched) = post_with_token(&gw, &alice, &alias(&ids[2], json!("device-a1"))).await;
+    assert_eq!(vouched["events"][0]["status"], "accepted", "an identity of the claim: {vouched}");
+    let (_, allowed) = post_with_token(&gw, &backend, &alias(&ids[3], json!("bob"))).await;
+    assert_eq!(allowed["events"][0]["status"], "accepted", "the source allows any: {allowed}");
+    let (_, keyed) = gw.post("/v1/batch", &alias(&ids[4], json!("bob"))).await;
+    assert_eq!(keyed["events"][0]["status"], "accepted", "write keys unchanged: {keyed}");
+
+    for id in &ids[..2] {
+        assert!(find(&brokers(), "crm.identities", id).is_empty(), "{id} merged a foreign profile");
+    }
+    let merged = find(&brokers(), "crm.identities", &ids[2]);
+    assert_eq!(
+        (merged[0].value["userId"].as_str(), merged[0].value["previousId"].as_str()),
+        (Some("alice"), Some("device-a1"))
+    );
+    assert_eq!(find(&brokers(), "crm.identities", &ids[3]).len(), 1);
+    gw.stop().await;
+}

@@ -193,7 +193,7 @@ impl EventType {
             }
             None => self.latest(),
         };
-        schema.validate(event).map_err(Violation::Schema)?;
+        schema.validate_withholding(event, &self.personal).map_err(Violation::Schema)?;
         let key = self.key.extract(event).ok_or_else(|| Violation::MissingKey(self.key.describe()))?;
         Ok((schema, key))
     }
@@ -242,14 +242,38 @@ impl EventSchema {
 
     /// Every way `event` breaks this schema, or `Ok` when it conforms.
     pub fn validate(&self, event: &Value) -> Result<(), Vec<SchemaViolation>> {
+        self.validate_withholding(event, &[])
+    }
+
+    /// As [`EventSchema::validate`], but a message about a `personal` field
+    /// (or about a value holding one, or held by one) never quotes the
+    /// value: the validator's own wording with the value replaced by
+    /// [`crate::WITHHELD`]. Violation messages travel where the
+    /// event's personal-data actions do not reach (dead-letter `errors`,
+    /// the `contract-warning` header, answers, logs), so the clear value
+    /// must not be in them in the first place.
+    pub fn validate_withholding(
+        &self,
+        event: &Value,
+        personal: &[crate::PersonalField],
+    ) -> Result<(), Vec<SchemaViolation>> {
         // The common case, a valid event, never pays for error collection.
         if self.validator.is_valid(event) {
             return Ok(());
         }
+        let pointers: Vec<String> = personal.iter().map(crate::personal::pointer).collect();
         let errors: Vec<SchemaViolation> = self
             .validator
             .iter_errors(event)
-            .map(|e| SchemaViolation { path: e.instance_path().to_string(), message: e.to_string() })
+            .map(|e| {
+                let path = e.instance_path().to_string();
+                let message = if pointers.iter().any(|p| crate::personal::overlaps(&path, p)) {
+                    e.masked_with(crate::personal::WITHHELD).to_string()
+                } else {
+                    e.to_string()
+                };
+                SchemaViolation { path, message }
+            })
             .collect();
         if errors.is_empty() { Ok(()) } else { Err(errors) }
     }

@@ -136,6 +136,12 @@ fn compile_event(source: &DomainSource, name: &str, spec: &EventSpec) -> Result<
     }
     check_steps(name, spec.compatibility, &versions)?;
     let personal = crate::personal::compile(origin, name, &spec.personal)?;
+    // The key travels in clear as the Kafka record key: a personal field
+    // cannot be one (key by a pseudonymous id instead).
+    if let Some(field) = personal.iter().find(|f| key.touches(&f.segments)) {
+        let problem = format!("event `{name}`: `{}` keys the event's records and cannot be personal", field.path);
+        return Err(CatalogError::new(origin, problem));
+    }
     if let Some(purpose) = &spec.purpose {
         crate::personal::check_purpose(origin, name, purpose)?;
     }

@@ -37,6 +37,11 @@ impl KeyPath {
         })
     }
 
+    /// Whether `segments` is a candidate field, or holds or is held by one.
+    pub(crate) fn touches(&self, segments: &[String]) -> bool {
+        self.candidates.iter().any(|c| c.starts_with(segments) || segments.starts_with(c))
+    }
+
     /// The candidate fields as written in the catalog, for messages and docs.
     pub fn describe(&self) -> String {
         let names: Vec<String> = self.candidates.iter().map(|s| s.join(".")).collect();

@@ -18,7 +18,7 @@ mod spec;
 pub use catalog::{Catalog, Checked, Domain, EventSchema, EventType, SchemaViolation, Violation};
 pub use error::CatalogError;
 pub use key::KeyPath;
-pub use personal::{PersonalAction, PersonalField};
+pub use personal::{PersonalAction, PersonalField, WITHHELD};
 pub use spec::{
     Compatibility, DomainSource, DomainSpec, EventSpec, Rollout, SchemaDocument, TopicSettings, WireFormat,
 };

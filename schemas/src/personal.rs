@@ -49,6 +49,24 @@ pub struct PersonalField {
     pub action: PersonalAction,
 }
 
+/// What a violation message says instead of a personal field's value.
+pub const WITHHELD: &str = "[withheld: personal data]";
+
+/// The JSON Pointer of a personal field (`/properties/email`), escaped as
+/// the validator writes instance paths.
+pub(crate) fn pointer(field: &PersonalField) -> String {
+    field.segments.iter().map(|s| format!("/{}", s.replace('~', "~0").replace('/', "~1"))).collect()
+}
+
+/// Whether the value at pointer `path` is the value at `field`, holds it or
+/// is held by it: then a message quoting it could quote the field.
+pub(crate) fn overlaps(path: &str, field: &str) -> bool {
+    let within = |inner: &str, outer: &str| {
+        inner == outer || (inner.starts_with(outer) && inner.as_bytes().get(outer.len()) == Some(&b'/'))
+    };
+    within(path, field) || within(field, path)
+}
+
 /// Fields an event's partition key or routing depends on: changing them at
 /// ingest would break routing, so they cannot be declared personal.
 const RESERVED: [&str; 4] = ["type", "event", "messageId", "context"];

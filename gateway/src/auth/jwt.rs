@@ -66,6 +66,9 @@ pub struct Verified {
     pub subject: String,
     /// The source whose permissions apply.
     pub source_id: String,
+    /// Further identities the issuer's `identity_claim` lists: an `alias`
+    /// under the token may name them as `previousId`.
+    pub identities: Vec<String>,
     /// `exp`, seconds since the epoch; the cache forgets the token then.
     pub expires_at: u64,
 }
@@ -292,8 +295,17 @@ fn identity(
     if !source_exists(&source_id) {
         return Err(JwtError::UnknownSource(source_id));
     }
+    let identities = match config.identity_claim.as_ref().map(|c| (c, claims.get(c))) {
+        None | Some((_, None)) => Vec::new(),
+        Some((_, Some(Value::String(s)))) => vec![s.clone()],
+        Some((claim, Some(Value::Array(items)))) => items
+            .iter()
+            .map(|i| i.as_str().map(str::to_owned).ok_or_else(|| JwtError::InvalidClaimType(claim.clone())))
+            .collect::<Result<_, _>>()?,
+        Some((claim, Some(_))) => return Err(JwtError::InvalidClaimType(claim.clone())),
+    };
     let expires_at = claims.get("exp").and_then(Value::as_u64).unwrap_or(0);
-    Ok(Verified { subject, source_id, expires_at })
+    Ok(Verified { subject, source_id, identities, expires_at })
 }
 
 #[cfg(test)]
@@ -301,7 +313,7 @@ mod tests {
     use super::*;
 
     fn verified(expires_at: u64) -> Verified {
-        Verified { subject: "s".into(), source_id: "demo".into(), expires_at }
+        Verified { subject: "s".into(), source_id: "demo".into(), identities: Vec::new(), expires_at }
     }
 
     #[test]

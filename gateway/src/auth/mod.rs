@@ -19,6 +19,7 @@ use base64::Engine;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+use self::jwt::Verified;
 use crate::config::{Config, SourceConfig, UnknownEvents};
 use crate::cors::OriginPolicy;
 use crate::quota::Quotas;
@@ -54,6 +55,9 @@ pub struct Principal {
     pub source: Arc<Source>,
     /// The JWT subject; it overrides `userId` in every event.
     pub subject: Option<String>,
+    /// Further identities the JWT vouches for (its issuer's
+    /// `identity_claim`); empty without a JWT.
+    pub identities: Vec<String>,
     /// How it authenticated, carried as the `auth` record header.
     pub method: AuthMethod,
 }
@@ -151,7 +155,12 @@ impl AuthState {
         let found =
             self.by_key_hash.get_key_value(&presented).filter(|(stored, _)| bool::from(stored.ct_eq(&presented)));
         let (_, source) = found.ok_or(AuthError::InvalidWriteKey)?;
-        Ok(Principal { source: Arc::clone(source), subject: None, method: AuthMethod::WriteKey })
+        Ok(Principal {
+            source: Arc::clone(source),
+            subject: None,
+            identities: Vec::new(),
+            method: AuthMethod::WriteKey,
+        })
     }
 
     /// Checks credentials from the header.
@@ -162,7 +171,8 @@ impl AuthState {
                 let verified =
                     self.jwt.verify(&token, |id| self.by_id.contains_key(id)).await.map_err(AuthError::Jwt)?;
                 let source = self.by_id.get(&verified.source_id).cloned().ok_or(AuthError::InvalidWriteKey)?;
-                Ok(Principal { source, subject: Some(verified.subject), method: AuthMethod::Jwt })
+                let Verified { subject, identities, .. } = verified;
+                Ok(Principal { source, subject: Some(subject), identities, method: AuthMethod::Jwt })
             }
         }
     }

@@ -20,6 +20,12 @@ pub struct IssuerConfig {
     /// The claim that becomes `userId`.
     #[serde(default = "default_user_claim")]
     pub user_claim: String,
+    /// A claim listing further identities the token vouches for besides
+    /// the user (a string or an array of strings, e.g. the device's
+    /// `anonymousId`s): an `alias` call under the token may name one of
+    /// them, or the user, as its `previousId`, and no other.
+    #[serde(default)]
+    pub identity_claim: Option<String>,
     /// The claim naming the source (tenant) whose permissions apply; when
     /// absent from the token, `default_source` applies.
     #[serde(default)]

@@ -70,10 +70,23 @@ pub struct SourcePrivacy {
     /// Check consent against each event's purpose (off by default: backends
     /// usually send no consent, and turning it on changes what is accepted).
     pub consent: bool,
+    /// Under a JWT, let an `alias` call's `previousId` name any identity
+    /// (a trusted backend merging users on their behalf). Off by default:
+    /// it must be the token's subject or an identity the issuer's
+    /// `identity_claim` lists, else the event is rejected
+    /// (`identity_not_vouched`), so a token holder cannot merge someone
+    /// else's profile into theirs.
+    pub alias_any_previous_id: bool,
 }
 
 impl Default for SourcePrivacy {
     fn default() -> Self {
-        Self { ip: IpPolicy::Keep, personal_data: true, suppression: true, consent: false }
+        Self {
+            ip: IpPolicy::Keep,
+            personal_data: true,
+            suppression: true,
+            consent: false,
+            alias_any_previous_id: false,
+        }
     }
 }

@@ -194,7 +194,7 @@ impl Edge {
     /// Re-reads replaced files every `interval`, on a thread of its own
     /// that ends when the gateway state is dropped.
     pub fn watch(edge: &Arc<Self>, interval: Duration) {
-        if edge.geo.is_none() && edge.privacy.suppressed.is_none() {
+        if edge.geo.is_none() && edge.privacy.suppressed.is_none() && edge.privacy.keys.is_none() {
             return;
         }
         let weak: Weak<Self> = Arc::downgrade(edge);
@@ -225,6 +225,11 @@ impl Edge {
                 tracing::error!(%error, "Suppression list changed but cannot be read; keeping the running one")
             }
             None => {}
+        }
+        // A rotation (a new master generation) or a retirement, by an
+        // operator on any instance, reaches this one.
+        if let Some(Err(error)) = self.privacy.keys.as_ref().map(crate::privacy::keys::UserKeys::reload) {
+            tracing::error!(%error, "User key masters cannot be re-read; keeping the running ones");
         }
     }
 }

@@ -143,6 +143,11 @@ impl<'a> EdgeRequest<'a> {
             .any(|f| event.get(*f).and_then(Value::as_str).is_some_and(|id| privacy.is_suppressed(id)))
     }
 
+    /// Whether the source lets an `alias` under a JWT name any `previousId`.
+    pub fn alias_any_previous_id(&self) -> bool {
+        self.settings.privacy.alias_any_previous_id
+    }
+
     /// The consent check of event `name` under its rollout: `Ok` with an
     /// optional `consent-warning` (rollout `warn`), or the dead-letter
     /// reason and message (rollout `enforce`).

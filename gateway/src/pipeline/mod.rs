@@ -124,6 +124,9 @@ pub struct Admission<'a> {
     /// A verified JWT's subject: it replaces whatever `userId` the event
     /// says, so a client cannot speak for another user.
     pub subject: Option<&'a str>,
+    /// Further identities the JWT vouches for: with the subject, the only
+    /// ones an `alias` under the token may name as `previousId`.
+    pub vouched: &'a [String],
     /// The client's IP and user agent, as the gateway sees them.
     pub client: &'a ClientInfo,
     /// Applies the anonymise setting to client-reported IPs.

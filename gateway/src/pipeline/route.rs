@@ -114,6 +114,9 @@ impl Admission<'_> {
         if !missing.is_empty() {
             return Err(Refusal::DeadLetter(Code::SchemaViolation, format!("the {kind} call is incomplete"), missing));
         }
+        if kind == "alias" {
+            self.check_vouched(event)?;
+        }
         Ok(Route {
             topic: self.kafka.identity_topic.clone(),
             key: user_key(event)?,
@@ -122,6 +125,27 @@ impl Admission<'_> {
             name: kind.to_owned(),
             warning: None,
         })
+    }
+}
+
+impl Admission<'_> {
+    /// Under a JWT, an alias merges `previousId` into the token's user: it
+    /// may only name an identity the token vouches for (its subject or one
+    /// its issuer's `identity_claim` lists), unless the source allows any.
+    /// Checked after the envelope step, so a numeric `previousId` is
+    /// compared as the text it is stored as.
+    fn check_vouched(&self, event: &Value) -> Result<(), Refusal> {
+        let Some(subject) = self.subject else { return Ok(()) };
+        if self.edge.alias_any_previous_id() {
+            return Ok(());
+        }
+        let previous = event.get("previousId").and_then(Value::as_str).unwrap_or_default();
+        if previous == subject || self.vouched.iter().any(|v| v == previous) {
+            return Ok(());
+        }
+        let message = "under a JWT, an alias's `previousId` must be the token's subject or an identity its \
+                       issuer's `identity_claim` lists; the event was not stored";
+        Err(Refusal::Reject(Code::IdentityNotVouched, message.into()))
     }
 }
 

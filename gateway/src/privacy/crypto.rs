@@ -1,23 +1,26 @@
 //! The cryptography of personal data: keyed hashes that still join, and
-//! per-user encryption whose key can be deleted to forget the user
-//! ("crypto-shredding") without rewriting anything already in Kafka.
+//! per-user encryption (the keys: [`super::keys`]) that an erasure makes
+//! unreadable ("crypto-shredding") without rewriting anything in Kafka.
 
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use aes_gcm::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
 use aes_gcm::{Aes256Gcm, Key, Nonce};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use hmac::{Hmac, Mac};
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 
 /// Prefix of an encrypted value: scheme and version, so consumers know
 /// what they hold and a future scheme can sit beside this one.
 pub const ENCRYPTED_PREFIX: &str = "enc:v1:";
 
+/// Prefix of a value encrypted with a derived key: then the generation of
+/// the master key and `:` (see [`super::keys`]).
+pub const ENCRYPTED_V2_PREFIX: &str = "enc:v2:";
+
 /// Bytes of a user key (AES-256).
-const KEY_BYTES: usize = 32;
+pub const KEY_BYTES: usize = 32;
 /// Bytes of an AES-GCM nonce.
 const NONCE_BYTES: usize = 12;
 
@@ -35,8 +38,9 @@ pub enum CryptoError {
     /// A key file that is not a key.
     #[error("user key file {0} is not {KEY_BYTES} bytes")]
     BadKey(String),
-    /// The user has no key (never had one, or it was deleted).
-    #[error("no key for this user: it was never created or it was deleted")]
+    /// No key: the value's master generation is retired, or (a value of a
+    /// former per-user key file) that file was deleted.
+    #[error("no key for this value: its generation is retired or its user key was deleted")]
     NoKey,
     /// Not a value this gateway encrypted, or not with this user's key.
     #[error("the value does not decrypt with this key")]
@@ -78,6 +82,27 @@ pub fn encrypt(key: &[u8; KEY_BYTES], user: &str, plain: &[u8]) -> String {
     format!("{ENCRYPTED_PREFIX}{}", STANDARD.encode(bytes))
 }
 
+/// Encrypts `plain` for `user` with `key`, derived from master
+/// `generation`: `enc:v2:<generation>:` then base64 of nonce and
+/// ciphertext (AES-256-GCM, the user id as associated data).
+pub fn encrypt_v2(key: &[u8; KEY_BYTES], generation: u32, user: &str, plain: &[u8]) -> String {
+    let sealed = encrypt(key, user, plain);
+    let body = sealed.strip_prefix(ENCRYPTED_PREFIX).unwrap_or(&sealed);
+    format!("{ENCRYPTED_V2_PREFIX}{generation}:{body}")
+}
+
+/// The master generation an `enc:v2:` value names.
+pub fn generation_of(text: &str) -> Option<u32> {
+    text.strip_prefix(ENCRYPTED_V2_PREFIX)?.split_once(':')?.0.parse().ok()
+}
+
+/// Decrypts a value [`encrypt_v2`] produced for `user` with `key`.
+pub fn decrypt_v2(key: &[u8; KEY_BYTES], user: &str, text: &str) -> Result<Vec<u8>, CryptoError> {
+    let (_, body) =
+        text.strip_prefix(ENCRYPTED_V2_PREFIX).and_then(|t| t.split_once(':')).ok_or(CryptoError::Undecryptable)?;
+    decrypt(key, user, &format!("{ENCRYPTED_PREFIX}{body}"))
+}
+
 /// Decrypts a value [`encrypt`] produced for `user`; for consumers holding
 /// the user's key (and for the tests that prove shredding works).
 pub fn decrypt(key: &[u8; KEY_BYTES], user: &str, text: &str) -> Result<Vec<u8>, CryptoError> {
@@ -93,70 +118,9 @@ pub fn decrypt(key: &[u8; KEY_BYTES], user: &str, text: &str) -> Result<Vec<u8>,
         .map_err(|_| CryptoError::Undecryptable)
 }
 
-/// Per-user keys, one file each in a directory, named by the SHA-256 of
-/// the user id (the directory does not list who the users are). Several
-/// gateways share one directory: a key is created with `create_new`, so
-/// two instances racing for the same new user agree on the first one.
-#[derive(Debug, Clone)]
-pub struct UserKeys {
-    dir: PathBuf,
-}
+pub use super::keys::UserKeys;
 
-impl UserKeys {
-    /// Keys under `dir`, created if missing.
-    pub fn open(dir: &Path) -> Result<Self, CryptoError> {
-        std::fs::create_dir_all(dir).map_err(|source| store(dir, source))?;
-        Ok(Self { dir: dir.to_path_buf() })
-    }
-
-    /// The file holding `user`'s key.
-    pub fn path_of(&self, user: &str) -> PathBuf {
-        self.dir.join(hex(&Sha256::digest(user.as_bytes())))
-    }
-
-    /// `user`'s key, if it exists.
-    pub fn get(&self, user: &str) -> Result<[u8; KEY_BYTES], CryptoError> {
-        let path = self.path_of(user);
-        match std::fs::read(&path) {
-            Ok(bytes) => bytes.try_into().map_err(|_| CryptoError::BadKey(path.display().to_string())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(CryptoError::NoKey),
-            Err(source) => Err(store(&path, source)),
-        }
-    }
-
-    /// `user`'s key, created on first use.
-    pub fn get_or_create(&self, user: &str) -> Result<[u8; KEY_BYTES], CryptoError> {
-        match self.get(user) {
-            Err(CryptoError::NoKey) => {}
-            found => return found,
-        }
-        let key: [u8; KEY_BYTES] = Aes256Gcm::generate_key(&mut OsRng).into();
-        let path = self.path_of(user);
-        let created = std::fs::OpenOptions::new().write(true).create_new(true).open(&path);
-        match created {
-            Ok(mut file) => {
-                file.write_all(&key).and_then(|()| file.sync_all()).map_err(|source| store(&path, source))?;
-                Ok(key)
-            }
-            // Another request or instance created it first: use theirs.
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => self.get(user),
-            Err(source) => Err(store(&path, source)),
-        }
-    }
-
-    /// Deletes `user`'s key: everything encrypted for them becomes
-    /// unreadable, wherever it was copied. Returns whether a key existed.
-    pub fn forget(&self, user: &str) -> Result<bool, CryptoError> {
-        let path = self.path_of(user);
-        match std::fs::remove_file(&path) {
-            Ok(()) => Ok(true),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-            Err(source) => Err(store(&path, source)),
-        }
-    }
-}
-
-fn store(path: &Path, source: std::io::Error) -> CryptoError {
+pub(crate) fn store(path: &Path, source: std::io::Error) -> CryptoError {
     CryptoError::Store { path: path.display().to_string(), source }
 }
 
@@ -181,17 +145,5 @@ mod tests {
         assert_eq!(decrypt(&key, "u1", &sealed).expect("decrypts"), b"Ada Lovelace");
         assert!(decrypt(&[8u8; KEY_BYTES], "u1", &sealed).is_err(), "another key");
         assert!(decrypt(&key, "u2", &sealed).is_err(), "moved to another user");
-    }
-
-    #[test]
-    fn a_forgotten_key_is_gone_and_a_new_one_differs() {
-        let dir = std::env::temp_dir().join(format!("eventgw-keys-{}", uuid::Uuid::new_v4()));
-        let keys = UserKeys::open(&dir).expect("dir");
-        let first = keys.get_or_create("u1").expect("created");
-        assert_eq!(keys.get_or_create("u1").expect("again"), first);
-        assert!(keys.forget("u1").expect("deleted"));
-        assert!(matches!(keys.get("u1"), Err(CryptoError::NoKey)));
-        assert_ne!(keys.get_or_create("u1").expect("new"), first);
-        let _ = std::fs::remove_dir_all(dir);
     }
 }

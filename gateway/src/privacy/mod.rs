@@ -5,6 +5,8 @@
 
 pub mod consent;
 pub mod crypto;
+pub mod keys;
+pub mod keys_cli;
 pub mod personal;
 pub mod suppression;
 pub mod suppression_topic;

@@ -10,17 +10,18 @@ use serde_json::{Map, Value};
 use super::crypto::{self, CryptoError, UserKeys};
 
 /// The secrets the actions need, and one request's cache of user keys (a
-/// batch usually speaks for one user: its key is read once).
+/// batch usually speaks for one user: its key is derived once).
 pub struct PersonalData<'a> {
     /// Key of `hash`.
     pub hash_key: Option<&'a [u8]>,
     /// Where `encrypt` finds each user's key.
     pub keys: Option<&'a UserKeys>,
-    /// Keys read during this request, by user.
-    pub cache: RefCell<Vec<(String, [u8; 32])>>,
+    /// Keys derived during this request, by user, with their generation.
+    pub cache: RefCell<Vec<(String, u32, [u8; 32])>>,
 }
 
-/// Users whose keys one request keeps in memory; past it keys are re-read.
+/// Users whose keys one request keeps in memory; past it keys are derived
+/// again (which reads the user's erasure file).
 const MAX_CACHED_KEYS: usize = 16;
 
 impl PersonalData<'_> {
@@ -49,8 +50,8 @@ impl PersonalData<'_> {
                     PersonalAction::Hash
                 }
                 (PersonalAction::Encrypt, Some(user), Some(keys), _) => {
-                    let key = self.key_of(keys, user)?;
-                    let sealed = crypto::encrypt(&key, user, text_of(value).as_bytes());
+                    let (generation, key) = self.key_of(keys, user)?;
+                    let sealed = crypto::encrypt_v2(&key, generation, user, text_of(value).as_bytes());
                     parent.insert(last.clone(), Value::String(sealed));
                     PersonalAction::Encrypt
                 }
@@ -66,16 +67,16 @@ impl PersonalData<'_> {
         Ok(done)
     }
 
-    fn key_of(&self, keys: &UserKeys, user: &str) -> Result<[u8; 32], CryptoError> {
-        if let Some((_, key)) = self.cache.borrow().iter().find(|(u, _)| u == user) {
-            return Ok(*key);
+    fn key_of(&self, keys: &UserKeys, user: &str) -> Result<(u32, [u8; 32]), CryptoError> {
+        if let Some((_, generation, key)) = self.cache.borrow().iter().find(|(u, ..)| u == user) {
+            return Ok((*generation, *key));
         }
-        let key = keys.get_or_create(user)?;
+        let (generation, key) = keys.encryption_key(user)?;
         let mut cache = self.cache.borrow_mut();
         if cache.len() < MAX_CACHED_KEYS {
-            cache.push((user.to_owned(), key));
+            cache.push((user.to_owned(), generation, key));
         }
-        Ok(key)
+        Ok((generation, key))
     }
 }
 

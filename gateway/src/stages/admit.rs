@@ -47,6 +47,7 @@ pub fn admission<'a>(state: &'a AppState, principal: &'a Principal, arrival: Arr
         sent_at,
         auth_method: principal.method,
         subject: principal.subject.as_deref(),
+        vouched: &principal.identities,
         client,
         clients: &state.clients,
         max_event_bytes: state.config.limits.max_event_bytes,
