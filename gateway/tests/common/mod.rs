@@ -4,6 +4,8 @@
 #![allow(dead_code, missing_docs)]
 
 pub mod servers;
+// Each test binary uses the checks its servers need, and some none.
+#[allow(unused_imports)]
 pub use servers::{without_kafka, without_redis, without_registry};
 
 use std::collections::HashMap;

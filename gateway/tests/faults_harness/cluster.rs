@@ -67,11 +67,7 @@ impl Cluster {
     pub async fn kill9(&self, n: u16) {
         let pid = self.pid(n).await;
         assert!(self.run(&["kill", &n.to_string()]).await, "kill node {n}");
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while process_state(pid).is_some_and(|s| s != 'Z') {
-            assert!(std::time::Instant::now() < deadline, "node {n} (pid {pid}) still runs after SIGKILL");
-            super::sleep(std::time::Duration::from_millis(20)).await;
-        }
+        wait_for_state(pid, |s| s.is_none_or(|s| s == 'Z'), &format!("node {n} (pid {pid}) gone after SIGKILL")).await;
     }
 
     /// SIGSTOP to node `n`, then checks the kernel says its process is
@@ -79,13 +75,14 @@ impl Cluster {
     pub async fn pause(&self, n: u16) {
         let pid = self.pid(n).await;
         assert!(self.run(&["pause", &n.to_string()]).await, "pause node {n}");
-        assert_eq!(process_state(pid), Some('T'), "node {n} (pid {pid}) is stopped after SIGSTOP");
+        wait_for_state(pid, |s| s == Some('T'), &format!("node {n} (pid {pid}) stopped by SIGSTOP")).await;
     }
 
     pub async fn resume(&self, n: u16) {
         let pid = self.pid(n).await;
         assert!(self.run(&["resume", &n.to_string()]).await, "resume node {n}");
-        assert_ne!(process_state(pid), Some('T'), "node {n} (pid {pid}) runs again after SIGCONT");
+        wait_for_state(pid, |s| s.is_some_and(|s| s != 'T'), &format!("node {n} (pid {pid}) running after SIGCONT"))
+            .await;
     }
 
     /// The process id of node `n`, which must be running.
@@ -128,4 +125,14 @@ pub fn process_state(pid: u32) -> Option<char> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name is in parentheses and may hold spaces: the state follows the last `)`.
     stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+/// Waits (10 s at most: a signal takes effect in milliseconds) until the
+/// state of `pid` satisfies `reached`; fails naming `what` otherwise.
+async fn wait_for_state(pid: u32, reached: impl Fn(Option<char>) -> bool, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !reached(process_state(pid)) {
+        assert!(std::time::Instant::now() < deadline, "{what}: state {:?}", process_state(pid));
+        super::sleep(std::time::Duration::from_millis(20)).await;
+    }
 }

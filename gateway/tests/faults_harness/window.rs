@@ -58,7 +58,7 @@ pub struct Seen {
 }
 
 impl Window {
-    pub fn len(&self) -> Duration {
+    pub fn duration(&self) -> Duration {
         self.to.saturating_duration_since(self.from)
     }
 
@@ -88,7 +88,7 @@ impl Window {
     /// nothing). Returns what was seen, for the report.
     pub fn assert_nothing_acknowledged(&self, fault: &str, logs: &[BatchLog]) -> Seen {
         let seen = self.seen(logs);
-        assert!(seen.sent > 0, "{fault}: no request was sent during the fault ({:?}), so it proves nothing", self.len());
+        assert!(seen.sent > 0, "{fault}: no request was sent during the fault ({:?}), so it proves nothing", self.duration());
         assert!(
             seen.acked.is_empty(),
             "{fault}: requests sent during the fault were answered 200 with new events before it ended, so Kafka \
@@ -103,16 +103,16 @@ impl Window {
     /// been answered 503 inside it.
     pub fn assert_refused_with_503(&self, fault: &str, logs: &[BatchLog]) -> Seen {
         assert!(
-            self.len() >= forces_503(),
+            self.duration() >= forces_503(),
             "{fault}: the scenario's fault lasted {:?}, shorter than {:?}: a 503 is not forced, do not assert one",
-            self.len(),
+            self.duration(),
             forces_503()
         );
         let seen = self.assert_nothing_acknowledged(fault, logs);
         assert!(
             seen.refused > 0,
             "{fault}: {:?} without Kafka, longer than the request deadline, and no request was answered 503 in it",
-            self.len()
+            self.duration()
         );
         seen
     }
@@ -124,9 +124,77 @@ pub fn note(fault: &str, window: &Window, seen: &Seen) -> String {
         "While {fault} ({:.1} s, measured from after the injection to before the heal): {} requests sent, {} of \
          them answered 200 with a new event before it ended (must be 0: Kafka could not acknowledge), {} answers \
          503.",
-        window.len().as_secs_f64(),
+        window.duration().as_secs_f64(),
         seen.sent,
         seen.acked.len(),
         seen.refused
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::faults_harness::load::Attempt;
+
+    fn batch(id: &str, attempts: &[(u64, u64, Answer)], duplicates: usize, t0: Instant) -> BatchLog {
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        BatchLog {
+            ids: (0..4).map(|k| format!("{id}-e{k}")).collect(),
+            attempts: attempts.iter().map(|&(s, e, answer)| Attempt { started: at(s), ended: at(e), answer }).collect(),
+            duplicates: (0..duplicates).map(|k| format!("{id}-e{k}")).collect(),
+        }
+    }
+
+    /// Issue 35's run: a 6 s freeze, requests sent during it waited it out
+    /// and were answered 200 after the resume, none 503. That keeps the
+    /// promise: the window check passes, and no 503 is asserted for a
+    /// fault shorter than the deadline.
+    #[test]
+    fn requests_that_wait_out_a_short_freeze_keep_the_promise() {
+        let t0 = Instant::now();
+        let w = Window { from: t0 + Duration::from_secs(5), to: t0 + Duration::from_secs(11) };
+        let logs = vec![
+            batch("before", &[(4_900, 11_100, Answer::Status(200))], 0, t0),
+            batch("inside", &[(6_000, 11_050, Answer::Status(200))], 0, t0),
+        ];
+        let seen = w.assert_nothing_acknowledged("freeze", &logs);
+        assert_eq!((seen.sent, seen.refused), (1, 0));
+        let refused = std::panic::catch_unwind(|| w.assert_refused_with_503("freeze", &logs));
+        assert!(refused.is_err(), "a 6 s fault does not force a 503, so asking for one is a setup error");
+    }
+
+    #[test]
+    fn a_new_event_acknowledged_inside_the_fault_fails_the_check() {
+        let t0 = Instant::now();
+        let w = Window { from: t0 + Duration::from_secs(5), to: t0 + Duration::from_secs(15) };
+        let logs = vec![batch("inside", &[(6_000, 6_020, Answer::Status(200))], 0, t0)];
+        assert_eq!(w.seen(&logs).acked.len(), 1);
+        let failed = std::panic::catch_unwind(|| w.assert_nothing_acknowledged("freeze", &logs));
+        assert!(failed.is_err(), "a 200 with new events during the fault means the fault was not in place");
+    }
+
+    #[test]
+    fn duplicates_and_answers_to_earlier_requests_are_not_acknowledgements_inside() {
+        let t0 = Instant::now();
+        let w = Window { from: t0 + Duration::from_secs(5), to: t0 + Duration::from_secs(15) };
+        let logs = vec![
+            // Every event already stored: answered from dedupe's store, no Kafka needed.
+            batch("dup", &[(6_000, 6_010, Answer::Status(200))], 4, t0),
+            // Sent before the fault: Kafka may have acknowledged it first.
+            batch("early", &[(4_990, 5_100, Answer::Status(200))], 0, t0),
+            // Refused inside, then stored after the heal.
+            batch("retried", &[(6_000, 12_000, Answer::Status(503)), (12_250, 16_000, Answer::Status(200))], 0, t0),
+        ];
+        let seen = w.assert_refused_with_503("freeze", &logs);
+        assert_eq!((seen.sent, seen.acked.len(), seen.refused), (3, 0, 1));
+    }
+
+    #[test]
+    fn a_long_fault_without_a_503_inside_fails() {
+        let t0 = Instant::now();
+        let w = Window { from: t0 + Duration::from_secs(5), to: t0 + Duration::from_secs(15) };
+        let logs = vec![batch("waited", &[(5_100, 15_500, Answer::Status(200))], 0, t0)];
+        let failed = std::panic::catch_unwind(|| w.assert_refused_with_503("freeze", &logs));
+        assert!(failed.is_err(), "a fault past the deadline answered by no 503 at all breaks the deadline promise");
+    }
 }
