@@ -56,10 +56,8 @@ async fn kafka_down_gives_503_with_retry_after_then_recovers_without_losing_ackn
     let during = unique("during");
     // The promise is an answer by the request deadline, so a client that waits that long and 2 s
     // more (as the fault harness's do) hears it; how long it took is not asserted.
-    let patient = reqwest::Client::builder()
-        .timeout(Duration::from_millis(REQUEST_TIMEOUT_MS + 2000))
-        .build()
-        .expect("client");
+    let patient =
+        reqwest::Client::builder().timeout(Duration::from_millis(REQUEST_TIMEOUT_MS + 2000)).build().expect("client");
     let response = patient
         .post(format!("{}/v1/batch", gw.url))
         .basic_auth("demo-write-key", Some(""))

@@ -26,7 +26,11 @@ pub fn without_kafka() -> bool {
     static UP: OnceLock<Result<(), String>> = OnceLock::new();
     let brokers = std::env::var("KAFKA_BROKERS").unwrap_or_else(|_| "127.0.0.1:9092".into());
     let first = brokers.split(',').next().unwrap_or_default().trim().to_owned();
-    missing(UP.get_or_init(|| unless_skipped(|| kafka_metadata(&first))), &format!("Kafka at {brokers}"), "scripts/kafka start")
+    missing(
+        UP.get_or_init(|| unless_skipped(|| kafka_metadata(&first))),
+        &format!("Kafka at {brokers}"),
+        "scripts/kafka start",
+    )
 }
 
 /// As [`without_kafka`], for the Redis that `scripts/test` starts for
@@ -74,10 +78,7 @@ fn missing(check: &Result<(), String>, what: &str, start: &str) -> bool {
         said.push(what.to_owned());
         // Straight to the stderr handle, not `eprintln!`: the test harness
         // captures the macro's output of passing tests and would hide it.
-        let line = format!(
-            "skipped: {} needs {what} ({why}); run scripts/test, or start it with `{start}`\n",
-            suite()
-        );
+        let line = format!("skipped: {} needs {what} ({why}); run scripts/test, or start it with `{start}`\n", suite());
         let _ = std::io::stderr().write_all(line.as_bytes());
     }
     true

@@ -88,7 +88,11 @@ impl Window {
     /// nothing). Returns what was seen, for the report.
     pub fn assert_nothing_acknowledged(&self, fault: &str, logs: &[BatchLog]) -> Seen {
         let seen = self.seen(logs);
-        assert!(seen.sent > 0, "{fault}: no request was sent during the fault ({:?}), so it proves nothing", self.duration());
+        assert!(
+            seen.sent > 0,
+            "{fault}: no request was sent during the fault ({:?}), so it proves nothing",
+            self.duration()
+        );
         assert!(
             seen.acked.is_empty(),
             "{fault}: requests sent during the fault were answered 200 with new events before it ended, so Kafka \

@@ -311,14 +311,23 @@ pub async fn settle(
 /// spool full or too old, an error, no answer) fails, and the spool must
 /// have taken events (some answered `spooled`).
 pub fn assert_every_request_200(r: &Reconciliation) {
-    let slow_disk = |why: &str| why.starts_with("503 ") && why.contains("no acknowledgement before the request deadline");
+    let slow_disk =
+        |why: &str| why.starts_with("503 ") && why.contains("no acknowledgement before the request deadline");
     let other: Vec<(&String, &usize)> = r.refused.iter().filter(|(why, _)| !slow_disk(why)).collect();
     let answered: usize = r.requests.values().sum();
     let not_200 = answered - r.requests.get("200").copied().unwrap_or(0);
     let deadline: usize = r.refused.iter().filter(|(why, _)| slow_disk(why)).map(|(_, n)| n).sum();
     assert!(other.is_empty(), "{}: refused for another reason than a slow fsync: {other:?}", r.scenario);
-    assert_eq!(not_200, deadline, "{}: every request not answered 200 has its reason recorded: {:?}", r.scenario, r.requests);
-    assert!(r.spooled > 0, "{}: no event was answered `spooled` ({deadline} of {answered} requests missed the deadline)", r.scenario);
+    assert_eq!(
+        not_200, deadline,
+        "{}: every request not answered 200 has its reason recorded: {:?}",
+        r.scenario, r.requests
+    );
+    assert!(
+        r.spooled > 0,
+        "{}: no event was answered `spooled` ({deadline} of {answered} requests missed the deadline)",
+        r.scenario
+    );
 }
 
 /// Writes through the gateway to every partition the run's users will use
