@@ -81,6 +81,9 @@ async fn readyz_until(gw: &TestGateway, want: u16) -> (u16, String) {
 
 #[actix_web::test]
 async fn an_id_stored_through_one_gateway_is_a_duplicate_on_another() {
+    if common::without_kafka() || common::without_redis() {
+        return;
+    }
     let port = base_port();
     redis("test", port, "start");
     let config = redis_config(port, "produce");
@@ -113,6 +116,9 @@ async fn an_id_stored_through_one_gateway_is_a_duplicate_on_another() {
 
 #[actix_web::test]
 async fn store_down_with_produce_stores_without_dedupe_counts_it_and_recovers() {
+    if common::without_kafka() || common::without_redis() {
+        return;
+    }
     let port = base_port() + 1;
     redis("dedupe-outage-produce", port, "start");
     let gw = TestGateway::start(redis_config(port, "produce")).await;
@@ -159,6 +165,9 @@ async fn store_down_with_produce_stores_without_dedupe_counts_it_and_recovers() 
 
 #[actix_web::test]
 async fn store_down_with_unavailable_answers_503_not_ready_and_recovers() {
+    if common::without_kafka() || common::without_redis() {
+        return;
+    }
     let port = base_port() + 2;
     redis("dedupe-outage-refuse", port, "start");
     let gw = TestGateway::start(redis_config(port, "unavailable")).await;
@@ -193,6 +202,9 @@ async fn store_down_with_unavailable_answers_503_not_ready_and_recovers() {
 
 #[actix_web::test]
 async fn ids_of_a_gateway_that_died_mid_request_are_looked_up_in_kafka() {
+    if common::without_kafka() || common::without_redis() {
+        return;
+    }
     use gateway::dedupe::{EventId, RedisStore, Reservation, Store as _};
     let port = base_port();
     redis("test", port, "start");

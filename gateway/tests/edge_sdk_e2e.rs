@@ -49,6 +49,9 @@ async fn status_of(request: reqwest::RequestBuilder, what: &str) -> Value {
 
 #[actix_web::test]
 async fn every_sdk_upload_path_lands_on_its_topic() {
+    if common::without_kafka() {
+        return;
+    }
     let gw = TestGateway::start(config(&brokers())).await;
     let client = reqwest::Client::new();
     let user = unique("edge-user");
@@ -109,6 +112,9 @@ async fn every_sdk_upload_path_lands_on_its_topic() {
 /// where it says.
 #[actix_web::test]
 async fn sdks_configured_from_the_settings_endpoints_deliver() {
+    if common::without_kafka() {
+        return;
+    }
     let gw = TestGateway::start(config(&brokers())).await;
     let client = reqwest::Client::new();
     let user = unique("edge-settings");

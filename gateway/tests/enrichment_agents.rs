@@ -139,6 +139,9 @@ async fn create_topic(name: &str) {
 
 #[actix_web::test]
 async fn crawlers_are_labelled_and_routed_and_client_hints_refine_the_device() {
+    if common::without_kafka() {
+        return;
+    }
     create_topic("web.bots").await;
     let files = edge::files();
     let mut config = edge::config(&brokers(), &files);

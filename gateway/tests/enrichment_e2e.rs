@@ -50,6 +50,9 @@ fn everything(ids: &[&str]) -> Vec<String> {
 
 #[actix_web::test]
 async fn geo_lands_and_the_raw_ip_appears_nowhere_in_kafka() {
+    if common::without_kafka() {
+        return;
+    }
     let files = edge::files();
     let mut config = edge::config(&brokers(), &files);
     config.sources[0].privacy.ip = IpPolicy::Hash;
@@ -110,6 +113,9 @@ async fn geo_lands_and_the_raw_ip_appears_nowhere_in_kafka() {
 
 #[actix_web::test]
 async fn a_replaced_geo_database_is_used_without_a_restart() {
+    if common::without_kafka() {
+        return;
+    }
     let files = edge::files();
     let gw = TestGateway::start(edge::config(&brokers(), &files)).await;
     let before = unique("geo");

@@ -60,6 +60,9 @@ fn landed(topic: &str, id: &str, key: &str) -> Consumed {
 /// `sentAt` `isoformat()` with microseconds, `writeKey` in the body too).
 #[actix_web::test]
 async fn segment_python_nulls_and_offsets() {
+    if common::without_kafka() {
+        return;
+    }
     let gw = TestGateway::start(config(&brokers())).await;
     let python = |t: DateTime<Utc>| t.format("%Y-%m-%dT%H:%M:%S%.3f+00:00").to_string();
     let library = json!({"library": {"name": "analytics-python", "version": "2.3.4"}});
@@ -99,6 +102,9 @@ async fn segment_python_nulls_and_offsets() {
 /// `sentAt` and a shared `context.library`).
 #[actix_web::test]
 async fn segment_go_nanoseconds_and_local_offsets() {
+    if common::without_kafka() {
+        return;
+    }
     let gw = TestGateway::start(config(&brokers())).await;
     let berlin = FixedOffset::east_opt(3600).expect("offset");
     let go = |t: DateTime<Utc>| t.with_timezone(&berlin).to_rfc3339_opts(SecondsFormat::Nanos, false);
@@ -120,6 +126,9 @@ async fn segment_go_nanoseconds_and_local_offsets() {
 /// `messages/Batch.java` (a batch `sentAt` and `context`).
 #[actix_web::test]
 async fn segment_java_instants() {
+    if common::without_kafka() {
+        return;
+    }
     let gw = TestGateway::start(config(&brokers())).await;
     let instant = |t: DateTime<Utc>| t.to_rfc3339_opts(SecondsFormat::Nanos, true);
     let (id, user) = (uuid::Uuid::new_v4().to_string(), unique("java-user"));
@@ -140,6 +149,9 @@ async fn segment_java_instants() {
 /// `_metadata`); both upload `{"batch": [...], "sentAt": ...}`.
 #[actix_web::test]
 async fn segment_mobile_upper_case_ids_empty_user_ids_and_metadata() {
+    if common::without_kafka() {
+        return;
+    }
     let gw = TestGateway::start(config(&brokers())).await;
     let metadata = json!({"bundled": ["Segment.io"], "unbundled": [], "bundledIds": []});
     let (swift, swift_anon) =
@@ -167,6 +179,9 @@ async fn segment_mobile_upper_case_ids_empty_user_ids_and_metadata() {
 /// `writeKey`; `_metadata.bundled`; `context.library` `analytics.js`).
 #[actix_web::test]
 async fn segment_browser_per_event_sent_at_and_null_user() {
+    if common::without_kafka() {
+        return;
+    }
     let gw = TestGateway::start(config(&brokers())).await;
     let (id, anonymous) = (format!("ajs-next-{}", uuid::Uuid::new_v4()), uuid::Uuid::new_v4().to_string());
     let body = json!({"batch": [{"type": "page", "properties": {"path": "/pricing", "referrer": "", "search": "",
@@ -192,6 +207,9 @@ async fn segment_browser_per_event_sent_at_and_null_user() {
 /// `integrations: {All: true}`, `originalTimestamp`, `userId` from the session).
 #[actix_web::test]
 async fn rudderstack_original_timestamps_channels_and_screen_names_in_event() {
+    if common::without_kafka() {
+        return;
+    }
     let gw = TestGateway::start(config(&brokers())).await;
     let millis = Utc::now().timestamp_millis();
     let (android, kotlin, js) = (

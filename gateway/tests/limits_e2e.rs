@@ -79,6 +79,9 @@ fn gz(data: &[u8]) -> Vec<u8> {
 
 #[actix_web::test]
 async fn body_size_limit_is_exact_with_and_without_content_length() {
+    if common::without_kafka() {
+        return;
+    }
     let gw = TestGateway::start(small_limits()).await;
     let (at, past) = (unique("body-at"), unique("body-past"));
     assert_eq!(post_bytes(&gw, padded_batch(&at, BODY), false).await.0, 200);
@@ -100,6 +103,9 @@ async fn body_size_limit_is_exact_with_and_without_content_length() {
 
 #[actix_web::test]
 async fn decompressed_size_limit_is_exact() {
+    if common::without_kafka() {
+        return;
+    }
     let gw = TestGateway::start(small_limits()).await;
     let (at, past) = (unique("gz-at"), unique("gz-past"));
     assert_eq!(post_bytes(&gw, gz(&padded_batch(&at, DECOMPRESSED)), true).await.0, 200);
@@ -111,6 +117,9 @@ async fn decompressed_size_limit_is_exact() {
 
 #[actix_web::test]
 async fn event_size_limit_is_exact_and_only_the_large_event_is_refused() {
+    if common::without_kafka() {
+        return;
+    }
     let gw = TestGateway::start(small_limits()).await;
     let (at, past) = (unique("event-at"), unique("event-past"));
     let batch = json!({"batch": [event_of_size(&at, EVENT), event_of_size(&past, EVENT + 1)]});
@@ -127,6 +136,9 @@ async fn event_size_limit_is_exact_and_only_the_large_event_is_refused() {
 
 #[actix_web::test]
 async fn batch_length_limit_is_exact() {
+    if common::without_kafka() {
+        return;
+    }
     let gw = TestGateway::start(small_limits()).await;
     let batch = |n: usize| json!({"batch": (0..n).map(|_| click(&unique("n"))).collect::<Vec<_>>()});
     let (status, answer) = gw.post("/v1/batch", &batch(BATCH)).await;
@@ -138,6 +150,9 @@ async fn batch_length_limit_is_exact() {
 
 #[actix_web::test]
 async fn nesting_depth_limit_is_exact() {
+    if common::without_kafka() {
+        return;
+    }
     let gw = TestGateway::start(small_limits()).await;
     // body{ batch[ event{ properties{ nest{ a{ b{ c{ } } } } } } ] } is depth 8.
     let nested = |levels: usize| (0..levels).fold(json!({}), |inner, _| json!({"n": inner}));
@@ -161,6 +176,9 @@ async fn nesting_depth_limit_is_exact() {
 
 #[actix_web::test]
 async fn string_length_limit_is_exact() {
+    if common::without_kafka() {
+        return;
+    }
     let gw = TestGateway::start(small_limits()).await;
     let mut event = click(&unique("string"));
     event["properties"]["text"] = json!("s".repeat(STRING));
@@ -177,6 +195,9 @@ async fn string_length_limit_is_exact() {
 
 #[actix_web::test]
 async fn hostile_json_gets_a_clear_400_code_each_and_produces_nothing() {
+    if common::without_kafka() {
+        return;
+    }
     let gw = TestGateway::start(small_limits()).await;
     let id = unique("hostile");
     let prefix = format!(

@@ -25,6 +25,9 @@ async fn post_with(gw: &TestGateway, key: &str, body: &Value, headers: &[(&str, 
 /// of the request (a 128 KB request put 20 MB into Kafka).
 #[actix_web::test]
 async fn a_huge_user_agent_is_cut_to_512_bytes_in_every_record() {
+    if common::without_kafka() {
+        return;
+    }
     let gw = TestGateway::start(config(&brokers())).await;
     let ids: Vec<String> = (0..20).map(|_| unique("ua")).collect();
     // Below the 64 KiB request-head limit (server.max_header_bytes), far above the 512-byte bound.
@@ -45,6 +48,9 @@ async fn a_huge_user_agent_is_cut_to_512_bytes_in_every_record() {
 /// calls, and an identity call's 16,000-character `userId` became its key.
 #[actix_web::test]
 async fn identity_calls_need_the_identity_domain_and_keep_the_key_rules() {
+    if common::without_kafka() {
+        return;
+    }
     let mut cfg = config(&brokers());
     let billing = cfg.sources.iter_mut().find(|s| s.id == "billing-backend").expect("billing source");
     billing.strict = false;
@@ -94,6 +100,9 @@ async fn identity_calls_need_the_identity_domain_and_keep_the_key_rules() {
 /// first line won over the line the proxy (HAProxy) added.
 #[actix_web::test]
 async fn forwarded_for_on_several_lines_takes_the_proxys_hop() {
+    if common::without_kafka() {
+        return;
+    }
     let gw = TestGateway::start(config(&brokers())).await;
     let id = unique("xff");
     let request = client()
@@ -113,6 +122,9 @@ async fn forwarded_for_on_several_lines_takes_the_proxys_hop() {
 /// while `"yesterday"` was silently ignored.
 #[actix_web::test]
 async fn clock_skew_is_bounded_and_a_bad_sent_at_is_flagged_not_fatal() {
+    if common::without_kafka() {
+        return;
+    }
     let gw = TestGateway::start(config(&brokers())).await;
     let far = unique("far");
     let mut event = click(&far);
@@ -148,6 +160,9 @@ fn metric(text: &str, name: &str, labels: &[&str]) -> f64 {
 /// counted as `outcome="accepted",topic="none"`.
 #[actix_web::test]
 async fn a_refused_strict_batch_counts_as_rejected_not_accepted() {
+    if common::without_kafka() {
+        return;
+    }
     let gw = TestGateway::start(config(&brokers())).await;
     let batch = json!({"batch": [
         {"type": "track", "event": "Order Completed", "userId": "u", "properties": {"order_id": "o-m", "total": 1, "currency": "EUR"}},
@@ -165,6 +180,9 @@ async fn a_refused_strict_batch_counts_as_rejected_not_accepted() {
 /// Issue 13, item 6: `messageId` `" "`, with a newline or a NUL was accepted.
 #[actix_web::test]
 async fn blank_and_control_character_message_ids_are_refused() {
+    if common::without_kafka() {
+        return;
+    }
     let gw = TestGateway::start(config(&brokers())).await;
     let tag = unique("bad-id");
     let ids = [" ".to_owned(), format!("{tag}\n"), format!("{tag}\0"), format!(" {tag}")];
@@ -191,6 +209,9 @@ async fn blank_and_control_character_message_ids_are_refused() {
 /// enrichment; a string context was stored as is.
 #[actix_web::test]
 async fn a_null_context_is_enriched_and_a_string_context_is_dead_lettered() {
+    if common::without_kafka() {
+        return;
+    }
     let gw = TestGateway::start(config(&brokers())).await;
     let (null, text) = (unique("ctx-null"), unique("ctx-text"));
     let mut with_null = click(&null);
@@ -221,6 +242,9 @@ async fn a_null_context_is_enriched_and_a_string_context_is_dead_lettered() {
 /// twice.
 #[actix_web::test]
 async fn a_repeated_message_id_in_one_batch_is_stored_once_and_answered_duplicate() {
+    if common::without_kafka() {
+        return;
+    }
     let gw = TestGateway::start(config(&brokers())).await;
     let id = unique("dup");
     let (status, body) =

@@ -37,6 +37,9 @@ fn landed(id: &str) -> Value {
 
 #[actix_web::test]
 async fn hashed_fields_join_and_redacted_fields_are_gone() {
+    if common::without_kafka() {
+        return;
+    }
     let files = edge::files();
     let gw = TestGateway::start(edge::config(&brokers(), &files)).await;
     let (a, b, c) = (unique("pii"), unique("pii"), unique("pii"));
@@ -63,6 +66,9 @@ async fn hashed_fields_join_and_redacted_fields_are_gone() {
 
 #[actix_web::test]
 async fn an_encrypted_field_decrypts_with_the_users_key_until_the_key_is_deleted() {
+    if common::without_kafka() {
+        return;
+    }
     let files = edge::files();
     let gw = TestGateway::start(edge::config(&brokers(), &files)).await;
     let (id, user) = (unique("pii"), unique("user"));
@@ -85,6 +91,9 @@ async fn an_encrypted_field_decrypts_with_the_users_key_until_the_key_is_deleted
 
 #[actix_web::test]
 async fn a_suppressed_users_events_are_answered_suppressed_and_never_produced() {
+    if common::without_kafka() {
+        return;
+    }
     let files = edge::files();
     let (erased, later, kept) = (unique("erased"), unique("later"), unique("kept"));
     std::fs::write(&files.suppression, format!("# erasure requests\n{erased}\n")).expect("list");
@@ -125,6 +134,9 @@ async fn a_suppressed_users_events_are_answered_suppressed_and_never_produced() 
 
 #[actix_web::test]
 async fn consent_is_checked_against_the_events_purpose_per_rollout() {
+    if common::without_kafka() {
+        return;
+    }
     let files = edge::files();
     let mut config = edge::config(&brokers(), &files);
     config.sources[0].privacy.consent = true;
@@ -171,6 +183,9 @@ async fn consent_is_checked_against_the_events_purpose_per_rollout() {
 /// secret: it must reach neither the domain topic nor the dead-letter one.
 #[actix_web::test]
 async fn an_in_event_write_key_reaches_no_record() {
+    if common::without_kafka() {
+        return;
+    }
     let files = edge::files();
     let gw = TestGateway::start(edge::config(&brokers(), &files)).await;
     let (good, bad) = (unique("wk"), unique("wk"));
@@ -251,6 +266,9 @@ async fn status_of(gw: &TestGateway, user: &str) -> (String, String) {
 
 #[actix_web::test]
 async fn users_suppressed_through_the_compacted_topic_are_refused_until_a_tombstone_lifts_it() {
+    if common::without_kafka() {
+        return;
+    }
     let files = edge::files();
     let topic = unique("privacy.suppressions");
     let mut config = edge::config(&brokers(), &files);

@@ -26,6 +26,9 @@ fn clicks(n: usize) -> (Vec<String>, Value) {
 
 #[actix_web::test]
 async fn a_source_gets_exactly_its_burst_then_429_with_rate_limit_headers() {
+    if common::without_kafka() {
+        return;
+    }
     let mut cfg = config(&brokers());
     cfg.quotas.source = Some(Rate { per_second: SLOW, burst: 5 });
     let gw = TestGateway::start(cfg).await;
@@ -64,6 +67,9 @@ async fn a_source_gets_exactly_its_burst_then_429_with_rate_limit_headers() {
 
 #[actix_web::test]
 async fn per_ip_requests_and_repeated_auth_failures_are_limited() {
+    if common::without_kafka() {
+        return;
+    }
     let mut cfg = config(&brokers());
     cfg.quotas.ip = Some(Rate { per_second: SLOW, burst: 3 });
     let gw = TestGateway::start(cfg).await;
@@ -97,6 +103,9 @@ async fn per_ip_requests_and_repeated_auth_failures_are_limited() {
 
 #[actix_web::test]
 async fn a_hashed_write_key_authenticates_and_its_clear_text_is_nowhere_in_the_config() {
+    if common::without_kafka() {
+        return;
+    }
     let mut cfg = config(&brokers());
     let hash: String = gateway::auth::key_hash("server-secret-key-42").iter().map(|b| format!("{b:02x}")).collect();
     cfg.sources[1].write_key = None;
@@ -117,6 +126,9 @@ async fn a_hashed_write_key_authenticates_and_its_clear_text_is_nowhere_in_the_c
 /// flood gets 429 with `Retry-After`, and nothing of a refused batch lands.
 #[actix_web::test]
 async fn the_example_config_refuses_a_flood_from_the_demo_source() {
+    if common::without_kafka() {
+        return;
+    }
     let cfg = config(&brokers());
     let rate = cfg.quotas.source.expect("dev.toml sets a source quota");
     let batch_len = cfg.limits.max_batch_events;

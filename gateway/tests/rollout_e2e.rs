@@ -39,6 +39,9 @@ fn copy(from: &Path, to: &Path) {
 
 #[actix_web::test]
 async fn observe_accepts_warn_tags_enforce_dead_letters_and_each_is_counted() {
+    if common::without_kafka() {
+        return;
+    }
     let mut cfg = config(&brokers());
     cfg.catalog.dir = catalog_with_rollouts();
     let gw = TestGateway::start(cfg).await;

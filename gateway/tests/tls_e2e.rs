@@ -90,6 +90,9 @@ fn status_of(out: &Output) -> Option<u16> {
 
 #[actix_web::test]
 async fn a_batch_over_https_is_verified_by_the_client_and_lands_in_kafka() {
+    if common::without_kafka() {
+        return;
+    }
     let scratch = Scratch::new("e2e");
     let (cert_file, key_file, ca) = scratch.install(&TestPki::new("e2e"), "ca.pem");
     let mut cfg = common::config(&common::brokers());

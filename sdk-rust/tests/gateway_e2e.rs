@@ -22,6 +22,9 @@ fn client(url: &str) -> eventgw_sdk::ClientBuilder {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_arrive_keyed_on_their_topics_and_an_invalid_one_is_reported() {
+    if common::servers::without_kafka() {
+        return;
+    }
     let gateway = tokio::task::spawn_blocking(RunningGateway::start).await.expect("gateway thread");
     let topics = ["billing.payments", "web.tracking", "crm.identities", "eventgw.dead-letter"];
     let since = tokio::task::spawn_blocking(move || marks(&topics)).await.expect("marks");
@@ -105,6 +108,9 @@ async fn events_arrive_keyed_on_their_topics_and_an_invalid_one_is_reported() {
 
 #[test]
 fn the_blocking_client_delivers_from_plain_threads() {
+    if common::servers::without_kafka() {
+        return;
+    }
     let gateway = RunningGateway::start();
     let since = marks(&["web.tracking"]);
     let client = BlockingClient::new(client(&gateway.url).batch_max_events(50)).expect("client");

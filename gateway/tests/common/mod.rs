@@ -3,6 +3,11 @@
 //! topics back so tests check what landed, not what was answered.
 #![allow(dead_code, missing_docs)]
 
+pub mod servers;
+// Each test binary uses the checks its servers need, and some none.
+#[allow(unused_imports)]
+pub use servers::{without_kafka, without_redis, without_registry};
+
 use std::collections::HashMap;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

@@ -62,16 +62,43 @@ impl Cluster {
         assert!(self.run(&["start"]).await, "start {}", self.name);
     }
 
+    /// SIGKILL to node `n`; returns once its process is gone (the script
+    /// refuses a node that is not running, so the fault was injected).
     pub async fn kill9(&self, n: u16) {
+        let pid = self.pid(n).await;
         assert!(self.run(&["kill", &n.to_string()]).await, "kill node {n}");
+        wait_for_state(pid, |s| s.is_none_or(|s| s == 'Z'), &format!("node {n} (pid {pid}) gone after SIGKILL")).await;
     }
 
+    /// SIGSTOP to node `n`, then checks the kernel says its process is
+    /// stopped: the scenario injected the freeze it reports.
     pub async fn pause(&self, n: u16) {
+        let pid = self.pid(n).await;
         assert!(self.run(&["pause", &n.to_string()]).await, "pause node {n}");
+        wait_for_state(pid, |s| s == Some('T'), &format!("node {n} (pid {pid}) stopped by SIGSTOP")).await;
     }
 
     pub async fn resume(&self, n: u16) {
+        let pid = self.pid(n).await;
         assert!(self.run(&["resume", &n.to_string()]).await, "resume node {n}");
+        wait_for_state(pid, |s| s.is_some_and(|s| s != 'T'), &format!("node {n} (pid {pid}) running after SIGCONT"))
+            .await;
+    }
+
+    /// The process id of node `n`, which must be running.
+    pub async fn pid(&self, n: u16) -> u32 {
+        let me = self.clone();
+        let output = blocking(move || {
+            let mut cmd = Command::new(crate::common::repo_root().join("scripts/kafka-cluster"));
+            cmd.args(["pid", &n.to_string()])
+                .env("KAFKA_CLUSTER", &me.name)
+                .env("KAFKA_NODES", me.nodes.to_string())
+                .env("KAFKA_BASE_PORT", me.base_port.to_string());
+            cmd.output().expect("scripts/kafka-cluster runs")
+        })
+        .await;
+        let text = String::from_utf8_lossy(&output.stdout);
+        text.trim().parse().unwrap_or_else(|_| panic!("node {n} of {} is not running: {text:?}", self.name))
     }
 
     pub async fn start_node(&self, n: u16) {
@@ -89,5 +116,23 @@ impl Drop for Cluster {
         if std::thread::panicking() {
             self.script(&["stop".into()]);
         }
+    }
+}
+
+/// The state letter of a process (`R`, `S`, `T` stopped, `Z` zombie...), or
+/// None when it no longer exists.
+pub fn process_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may hold spaces: the state follows the last `)`.
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+/// Waits (10 s at most: a signal takes effect in milliseconds) until the
+/// state of `pid` satisfies `reached`; fails naming `what` otherwise.
+async fn wait_for_state(pid: u32, reached: impl Fn(Option<char>) -> bool, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !reached(process_state(pid)) {
+        assert!(std::time::Instant::now() < deadline, "{what}: state {:?}", process_state(pid));
+        super::sleep(std::time::Duration::from_millis(20)).await;
     }
 }

@@ -11,11 +11,16 @@ pub mod gateway_process;
 pub mod load;
 pub mod proxy;
 pub mod reconcile;
+pub mod window;
 
 use std::time::Duration;
 
-/// Gateway settings shared by every scenario: the producer gives up on a
-/// record after 3 s, the client hears 503 well before its own 8 s timeout.
+/// Gateway settings shared by every scenario: `kafka.delivery_timeout_ms`
+/// and the request deadline; the client's own timeout is 2 s longer. With
+/// `[dedupe]` on, as [`gateway_process::GatewayProcess`] runs it, the
+/// producer's `message.timeout.ms` is `dedupe.delivery_timeout_ms` (10 min),
+/// not this: a request Kafka does not acknowledge is answered 503 at its
+/// deadline, and its records may still land afterwards.
 pub const DELIVERY_TIMEOUT_MS: u64 = 3000;
 pub const REQUEST_TIMEOUT_MS: u64 = 6000;
 

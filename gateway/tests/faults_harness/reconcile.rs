@@ -81,6 +81,11 @@ pub struct Reconciliation {
     /// From the start of the read-back until every partition had a leader in its ISR.
     pub settled_in: Duration,
     pub notes: Vec<String>,
+    /// Requests not answered 200, by reason (status, code, message), where
+    /// the client recorded one (the spool's beacon clients do).
+    pub refused: BTreeMap<String, usize>,
+    /// Events answered `spooled`, where the client counted them.
+    pub spooled: usize,
 }
 
 pub fn reconcile(

@@ -6,7 +6,12 @@
 //! read back as it was; once the breaking version is withdrawn the rest
 //! applies. `--config` finds the catalog and the registry in a gateway
 //! configuration. Every subject is unique to the run.
+
 #![allow(missing_docs)]
+
+/// Whether the servers this test needs are there (the gateway's test helper, shared by path).
+#[path = "../../../gateway/tests/common/servers.rs"]
+mod servers;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -106,6 +111,9 @@ async fn get(path: &str) -> Value {
 
 #[tokio::test]
 async fn registers_then_changes_nothing_and_rolls_a_refusal_back() {
+    if servers::without_registry() {
+        return;
+    }
     let scratch = Scratch::new();
     let config = scratch.dir.join("gateway.toml").display().to_string();
     let (ok, plan) = scratch.run(&["registry", "plan", "--config", &config]);

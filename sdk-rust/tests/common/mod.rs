@@ -5,3 +5,6 @@
 
 pub mod fake;
 pub mod gateway;
+/// Whether Kafka is there (the gateway's test helper, shared by path).
+#[path = "../../../gateway/tests/common/servers.rs"]
+pub mod servers;
