@@ -68,3 +68,16 @@ fn unknown_keys_bad_values_and_syntax_errors_are_refused() {
     let err = Config::load(Path::new("/nonexistent/eventgw.toml")).expect_err("missing").to_string();
     assert!(err.contains("/nonexistent/eventgw.toml") && err.contains("cannot read"), "{err}");
 }
+
+#[test]
+fn the_unfinished_body_budget_must_hold_one_body_of_the_limit() {
+    let at = [("EVENTGW__LIMITS__MAX_BODY_BYTES", "65536"), ("EVENTGW__LIMITS__MAX_UNFINISHED_BODY_BYTES", "65536")];
+    assert!(with_env(&at).is_ok(), "exactly one body of the limit");
+    let under = [("EVENTGW__LIMITS__MAX_BODY_BYTES", "65536"), ("EVENTGW__LIMITS__MAX_UNFINISHED_BODY_BYTES", "65535")];
+    let err = with_env(&under).expect_err("one byte short").to_string();
+    assert!(err.contains("limits.max_unfinished_body_bytes") && err.contains("65536"), "{err}");
+    let err = with_env(&[("EVENTGW__SERVER__MAX_STREAMS_PER_CONNECTION", "0")]).expect_err("no stream").to_string();
+    assert!(err.contains("server.max_streams_per_connection"), "{err}");
+    let config = with_env(&[]).expect("dev config");
+    assert_eq!((config.server.max_streams_per_connection, config.limits.max_unfinished_body_bytes), (100, 64 << 20));
+}
