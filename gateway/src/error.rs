@@ -203,9 +203,9 @@ impl ApiError {
             Self::Backpressure { retry_after }
             | Self::KafkaUnavailable { retry_after, .. }
             | Self::TooManyStreams { retry_after, .. }
-            | Self::Wire(
-                WireError::BodyTimeout { retry_after, .. } | WireError::BodyBufferFull { retry_after, .. },
-            ) => Some(*retry_after),
+            | Self::Wire(WireError::BodyTimeout { retry_after, .. } | WireError::BodyBufferFull { retry_after, .. }) => {
+                Some(*retry_after)
+            }
             Self::QuotaExceeded(denied) | Self::Auth(AuthError::LockedOut(denied)) => {
                 denied.retry_after.map(|d| d.as_secs() + u64::from(d.subsec_nanos() > 0)).map(|s| s.max(1))
             }

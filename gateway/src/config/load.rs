@@ -107,7 +107,10 @@ impl Config {
         if l.max_unfinished_body_bytes < l.max_body_bytes {
             return Err((
                 "limits.max_unfinished_body_bytes",
-                format!("must be at least limits.max_body_bytes ({}), or no body of that size is ever taken", l.max_body_bytes),
+                format!(
+                    "must be at least limits.max_body_bytes ({}), or no body of that size is ever taken",
+                    l.max_body_bytes
+                ),
             ));
         }
         if !(3..=120).contains(&l.max_json_depth) {
