@@ -100,6 +100,10 @@ pub enum Code {
     BodyTimeout,
     /// `/readyz`: not ready.
     NotReady,
+    /// The buffers of unfinished bodies hold `limits.max_unfinished_body_bytes`.
+    BodyBufferFull,
+    /// An HTTP/2 connection with `server.max_streams_per_connection` requests in flight.
+    TooManyStreams,
     /// `/readyz`: shutting down.
     Draining,
     // One event's outcome, in a 200 answer (or a strict source's 422).
@@ -145,7 +149,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, requests' first, then events'.
-    pub const ALL: [Self; 65] = [
+    pub const ALL: [Self; 67] = [
         Self::MalformedJson,
         Self::InvalidUtf8,
         Self::InvalidUnicodeEscape,
@@ -191,6 +195,8 @@ impl Code {
         Self::Backpressure,
         Self::BodyTimeout,
         Self::NotReady,
+        Self::BodyBufferFull,
+        Self::TooManyStreams,
         Self::Draining,
         Self::EventNotObject,
         Self::EventTooLarge,
@@ -261,6 +267,8 @@ impl Code {
             Self::Backpressure => "backpressure",
             Self::BodyTimeout => "body_timeout",
             Self::NotReady => "not_ready",
+            Self::BodyBufferFull => "body_buffer_full",
+            Self::TooManyStreams => "too_many_streams",
             Self::Draining => "draining",
             Self::EventNotObject => "event_not_object",
             Self::EventTooLarge => "event_too_large",

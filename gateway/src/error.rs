@@ -59,6 +59,18 @@ pub enum ApiError {
         /// Seconds for `Retry-After`.
         retry_after: u64,
     },
+    /// An HTTP/2 connection already has `server.max_streams_per_connection`
+    /// requests in flight; answered before the body is read.
+    #[error(
+        "this HTTP/2 connection has {limit} requests in flight, the most the gateway takes on one connection; retry \
+         after the delay in Retry-After"
+    )]
+    TooManyStreams {
+        /// The configured limit.
+        limit: usize,
+        /// Seconds for `Retry-After`.
+        retry_after: u64,
+    },
     /// Kafka did not acknowledge every record in time. Nothing of the request
     /// may be assumed lost or kept; retry with the same `messageId`s.
     #[error("Kafka did not acknowledge the events ({detail}); retry with the same messageIds")]
@@ -152,6 +164,7 @@ pub fn wire_code(error: &WireError) -> Code {
         WireError::UnsupportedMediaType(_) => Code::UnsupportedMediaType,
         WireError::UnsupportedEncoding(_) => Code::UnsupportedEncoding,
         WireError::BodyTimeout { .. } => Code::BodyTimeout,
+        WireError::BodyBufferFull { .. } => Code::BodyBufferFull,
         WireError::InvalidBody(_) => Code::InvalidBody,
         WireError::BodyRead(_) => Code::BodyReadFailed,
     }
@@ -176,6 +189,7 @@ impl ApiError {
             Self::QuotaExceeded(_) => Code::QuotaExceeded,
             Self::BatchExceedsQuota(_) => Code::BatchExceedsQuota,
             Self::Backpressure { .. } => Code::Backpressure,
+            Self::TooManyStreams { .. } => Code::TooManyStreams,
             Self::KafkaUnavailable { .. } => Code::KafkaUnavailable,
             Self::NotReady(_) => Code::NotReady,
             Self::NotFound => Code::NotFound,
@@ -188,7 +202,10 @@ impl ApiError {
         match self {
             Self::Backpressure { retry_after }
             | Self::KafkaUnavailable { retry_after, .. }
-            | Self::Wire(WireError::BodyTimeout { retry_after, .. }) => Some(*retry_after),
+            | Self::TooManyStreams { retry_after, .. }
+            | Self::Wire(WireError::BodyTimeout { retry_after, .. } | WireError::BodyBufferFull { retry_after, .. }) => {
+                Some(*retry_after)
+            }
             Self::QuotaExceeded(denied) | Self::Auth(AuthError::LockedOut(denied)) => {
                 denied.retry_after.map(|d| d.as_secs() + u64::from(d.subsec_nanos() > 0)).map(|s| s.max(1))
             }
@@ -243,6 +260,7 @@ impl ApiError {
         matches!(
             self,
             Self::Wire(WireError::BodyTimeout { .. })
+                | Self::Wire(WireError::BodyBufferFull { .. })
                 | Self::Wire(WireError::BodyRead(_))
                 | Self::Wire(WireError::BodyTooLarge { .. })
                 | Self::HeadersTooLarge { .. }
@@ -292,7 +310,9 @@ impl ResponseError for ApiError {
             | Self::KafkaUnavailable { .. }
             | Self::NotReady(_)
             | Self::Draining
-            | Self::Wire(WireError::BodyTimeout { .. }) => StatusCode::SERVICE_UNAVAILABLE,
+            | Self::TooManyStreams { .. }
+            | Self::Wire(WireError::BodyTimeout { .. })
+            | Self::Wire(WireError::BodyBufferFull { .. }) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 

@@ -68,6 +68,9 @@ pub struct AppState {
     /// Set once shutdown began: `/readyz` answers `503 draining` so load
     /// balancers move traffic away while requests are still served.
     pub draining: std::sync::atomic::AtomicBool,
+    /// What the buffers of bodies still arriving hold together, within
+    /// `limits.max_unfinished_body_bytes`.
+    pub bodies: wire::BodyBudget,
 }
 
 /// Why the gateway cannot start.
@@ -108,6 +111,8 @@ impl AppState {
         let sink = dedupe::wrap(&config, sink)?;
         let metrics = telemetry::Metrics::new();
         sink.register_metrics(metrics.registry());
+        let bodies = wire::BodyBudget::new(config.limits.max_unfinished_body_bytes);
+        bodies.register(metrics.registry());
         let catalog = eventgw_schemas::loader::load_catalog(&config.catalog.dir)?;
         let auth = build_auth(&config, &catalog)?;
         let clients = enrich::ClientResolver::new(&config.enrichment);
@@ -124,6 +129,7 @@ impl AppState {
             schema_ids: arc_swap::ArcSwap::from_pointee(registry::SchemaIds::default()),
             edge,
             draining: std::sync::atomic::AtomicBool::new(false),
+            bodies,
         })
     }
 

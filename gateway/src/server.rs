@@ -1,9 +1,10 @@
 //! Wires the endpoints into an actix-web server on a listener the caller
 //! bound, so tests bind port 0 and run the real server. Connection limits
 //! and slow-client timeouts are set here; CORS, the request-head limit and
-//! request metrics are one middleware around every endpoint. The listener
+//! request metrics are one middleware around every endpoint, which also
+//! caps the requests in flight on one HTTP/2 connection. The listener
 //! speaks HTTP/1.1 and HTTP/2 with prior knowledge (h2c), told apart by the
-//! first bytes.
+//! first bytes; over TLS, both, chosen by ALPN (see [`crate::tls`]).
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use std::time::Duration;
 
 use actix_web::body::{BodySize, BoxBody, MessageBody};
 use actix_web::dev::{Server, ServerHandle, Service, ServiceRequest, ServiceResponse};
-use actix_web::http::{Method, header};
+use actix_web::http::{Method, Version, header};
 use actix_web::{App, HttpMessage, HttpResponse, HttpServer, ResponseError, web};
 use futures::future::{FutureExt, LocalBoxFuture, ready};
 
@@ -45,6 +46,7 @@ pub fn serve_with_tls(
         n => n,
     };
     let (shutdown, max_connections) = (s.shutdown_timeout_secs, s.max_connections);
+    let max_streams = s.max_streams_per_connection;
     let header_timeout = Duration::from_millis(s.header_timeout_ms);
     let keep_alive = Duration::from_secs(s.keep_alive_secs);
     let site = eventgw_catalog::site::Site::for_catalog(&state.catalog, &state.config.catalog.dir);
@@ -71,6 +73,9 @@ pub fn serve_with_tls(
     .client_request_timeout(header_timeout)
     .client_disconnect_timeout(Duration::from_secs(1))
     .keep_alive(keep_alive)
+    .on_connect(move |_, connection| {
+        connection.insert(crate::wire::StreamSlots::new(max_streams));
+    })
     // Signals start a drain (see `drain`), not actix's immediate stop.
     .disable_signals();
     let server = match tls {
@@ -133,12 +138,24 @@ where
         count(&state, endpoint, &answer);
         return ready(Ok(req.into_response(answer))).boxed_local();
     }
+    // One slot per HTTP/2 stream, held until its answer is written.
+    let slots = req.conn_data::<crate::wire::StreamSlots>().filter(|_| req.version() == Version::HTTP_2);
+    let slot = match slots.map(|slots| slots.acquire().ok_or(slots.limit())) {
+        Some(Err(limit)) => {
+            let retry_after = state.config.server.retry_after_secs;
+            let answer = ApiError::TooManyStreams { limit, retry_after }.error_response();
+            count(&state, endpoint, &answer);
+            return ready(Ok(req.into_response(answer))).boxed_local();
+        }
+        Some(Ok(slot)) => Some(slot),
+        None => None,
+    };
     let call = service.call(req);
     async move {
         let mut response = call.await?;
         let unread = response.request().extensions_mut().remove::<crate::wire::UnreadBody>();
-        if let Some(unread) = unread {
-            response = response.map_body(|_, body| BoxBody::new(HoldingBody { body, _unread: unread }));
+        if unread.is_some() || slot.is_some() {
+            response = response.map_body(|_, body| BoxBody::new(HoldingBody { body, _held: (unread, slot) }));
         }
         if let Some(origin) = origin {
             let origin = origin.to_str().unwrap_or_default();
@@ -213,9 +230,10 @@ fn not_found_answer() -> HttpResponse {
 /// An answer's body that keeps the request's unread body stream alive
 /// until the answer is written: actix then closes the connection instead
 /// of draining a chunked body that may never end (see [`crate::wire::UnreadBody`]).
+/// It also holds the request's HTTP/2 stream slot until then.
 struct HoldingBody {
     body: BoxBody,
-    _unread: crate::wire::UnreadBody,
+    _held: (Option<crate::wire::UnreadBody>, Option<crate::wire::StreamSlot>),
 }
 
 impl MessageBody for HoldingBody {

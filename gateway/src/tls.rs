@@ -2,7 +2,9 @@
 //! chain and key come from PEM files and sit behind an `ArcSwap`, so SIGHUP
 //! can load renewed files and every new connection gets them while
 //! established ones keep theirs. Mobile SDKs force `https://`; plain HTTP
-//! stays the default for local use.
+//! stays the default for local use. Over TLS the listener speaks HTTP/2
+//! and HTTP/1.1, chosen by ALPN ([`ALPN`]): mobile HTTP stacks (OkHttp,
+//! URLSession) and browsers prefer HTTP/2 when the server offers it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,6 +17,12 @@ use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
 use crate::config::TlsConfig;
+
+/// The protocols offered in the TLS handshake, most preferred first.
+/// actix-web puts the same two in front of whatever a configuration lists
+/// (its rustls listener always serves both), so this list says what is
+/// served rather than choosing it.
+pub const ALPN: [&[u8]; 2] = [b"h2", b"http/1.1"];
 
 /// A certificate or key file that cannot serve: names the file and the problem.
 #[derive(Debug, thiserror::Error)]
@@ -85,14 +93,14 @@ impl CertificateStore {
     }
 
     /// A rustls server configuration that asks this store for the
-    /// certificate on every handshake (HTTP/1.1 only, as the listener).
+    /// certificate on every handshake, offering [`ALPN`].
     pub fn server_config(self: &Arc<Self>) -> rustls::ServerConfig {
         let mut config = rustls::ServerConfig::builder_with_provider(provider())
             .with_safe_default_protocol_versions()
             .expect("ring supports TLS 1.2 and 1.3")
             .with_no_client_auth()
             .with_cert_resolver(Arc::clone(self) as Arc<dyn ResolvesServerCert>);
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        config.alpn_protocols = ALPN.iter().map(|p| p.to_vec()).collect();
         config
     }
 }

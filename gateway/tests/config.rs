@@ -80,3 +80,16 @@ fn the_ipv6_quota_prefix_is_1_to_128_bits_and_64_by_default() {
         assert!(err.contains("quotas.ipv6_prefix_len") && err.contains("between 1 and 128"), "{refused}: {err}");
     }
 }
+
+#[test]
+fn the_unfinished_body_budget_must_hold_one_body_of_the_limit() {
+    let at = [("EVENTGW__LIMITS__MAX_BODY_BYTES", "65536"), ("EVENTGW__LIMITS__MAX_UNFINISHED_BODY_BYTES", "65536")];
+    assert!(with_env(&at).is_ok(), "exactly one body of the limit");
+    let under = [("EVENTGW__LIMITS__MAX_BODY_BYTES", "65536"), ("EVENTGW__LIMITS__MAX_UNFINISHED_BODY_BYTES", "65535")];
+    let err = with_env(&under).expect_err("one byte short").to_string();
+    assert!(err.contains("limits.max_unfinished_body_bytes") && err.contains("65536"), "{err}");
+    let err = with_env(&[("EVENTGW__SERVER__MAX_STREAMS_PER_CONNECTION", "0")]).expect_err("no stream").to_string();
+    assert!(err.contains("server.max_streams_per_connection"), "{err}");
+    let config = with_env(&[]).expect("dev config");
+    assert_eq!((config.server.max_streams_per_connection, config.limits.max_unfinished_body_bytes), (100, 64 << 20));
+}

@@ -17,7 +17,7 @@ use gateway::config::LimitsConfig;
 use gateway::enrich::ClientInfo;
 use gateway::pipeline::{MAX_MESSAGE_ID_LEN, Verdict, format_time};
 use gateway::sink::MemorySink;
-use gateway::wire::{JsonLimits, decode_batch, gunzip};
+use gateway::wire::{BodyBudget, BodyBuffer, FIRST_BUFFER_BYTES, JsonLimits, Refused, decode_batch, gunzip};
 use proptest::prelude::*;
 use serde_json::{Map, Value};
 
@@ -113,6 +113,33 @@ proptest! {
             (Err(e), false) => prop_assert_eq!(gateway::error::ApiError::from(e).code(), "malformed_credentials"),
             (other, _) => prop_assert!(false, "{other:?}"),
         }
+    }
+
+    /// Issue 28, item 1: a body's buffer holds at most twice what arrived
+    /// (or a first buffer), never more than the limit, the budget is never
+    /// passed, what arrived comes back whole, and every charge is given back.
+    #[test]
+    fn a_body_buffer_grows_with_what_arrived_and_gives_its_charge_back(
+        chunks in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..3000), 0..40),
+        declared in prop::option::of(0usize..70_000),
+        limit in 1usize..70_000,
+        budget in 0usize..200_000,
+    ) {
+        let budget = BodyBudget::new(budget);
+        let mut body = BodyBuffer::new(&budget, declared.filter(|d| *d <= limit), limit);
+        let mut arrived = Vec::new();
+        for chunk in &chunks {
+            match body.push(chunk) {
+                Ok(()) => arrived.extend_from_slice(chunk),
+                Err(Refused::TooLarge) => prop_assert!(arrived.len() + chunk.len() > limit),
+                Err(Refused::BudgetFull) => prop_assert!(arrived.len() + chunk.len() > body.charged(), "it had room"),
+            }
+            prop_assert_eq!(budget.held(), body.charged());
+            prop_assert!(budget.held() <= budget.limit() && body.charged() <= limit);
+            prop_assert!(body.charged() <= (2 * arrived.len()).max(FIRST_BUFFER_BYTES), "{} for {}", body.charged(), arrived.len());
+        }
+        prop_assert_eq!(body.finish(), arrived);
+        prop_assert_eq!(budget.held(), 0);
     }
 }
 

@@ -3,7 +3,8 @@
 //! with `--cacert`) posts a batch and its records are read back from Kafka;
 //! plain HTTP is refused on that port; a bad certificate or key file stops
 //! the real binary at start-up naming the file; SIGHUP swaps the
-//! certificate for new connections and refuses a bad one.
+//! certificate for new connections and refuses a bad one; HTTP/2 and
+//! HTTP/1.1 are both negotiated by ALPN.
 //! Needs a broker: `scripts/kafka start` (or KAFKA_BROKERS).
 
 mod common;
@@ -138,6 +139,39 @@ async fn a_batch_over_https_is_verified_by_the_client_and_lands_in_kafka() {
     assert_eq!(records.len(), 1, "exactly one record for the HTTPS batch: {records:?}");
     assert_eq!(records[0].key.as_deref(), Some("tls-user"));
     assert_eq!(records[0].value["properties"]["path"], "/secure");
+    gw.stop().await;
+}
+
+/// Issue 28, item 12: the listener negotiated HTTP/2 though the README said
+/// HTTP/1.1 only. Both are served, chosen by ALPN: a client offering h2
+/// gets HTTP/2 (what OkHttp and URLSession prefer), one offering only
+/// http/1.1 gets HTTP/1.1, and each posts a batch that Kafka acknowledges.
+#[actix_web::test]
+async fn https_serves_http2_and_http1_chosen_by_alpn() {
+    let scratch = Scratch::new("alpn");
+    let (cert_file, key_file, ca) = scratch.install(&TestPki::new("alpn"), "ca.pem");
+    let mut cfg = common::config(&common::brokers());
+    cfg.server.tls = Some(gateway::config::TlsConfig { cert_file, key_file });
+    let gw = common::TestGateway::start(cfg).await;
+    let url = format!("{}/v1/batch", gw.url.replace("http://", "https://"));
+    for (offer, negotiated) in [("--http2", "2"), ("--http1.1", "1.1")] {
+        let body = json!({"batch": [{"type": "track", "event": "Link Clicked", "userId": "alpn",
+            "properties": {"href": "https://a.example/"}}]})
+        .to_string();
+        let (ca, url) = (ca.clone(), url.clone());
+        let out = actix_web::rt::task::spawn_blocking(move || {
+            let args = [offer, "-u", "demo-write-key:", "-H", "content-type: application/json", "--data-binary", &body];
+            // The last --write-out wins: the negotiated version, then the status.
+            let args = [&args[..], &["--write-out", "\n%{http_version} %{http_code}"]].concat();
+            curl(Some(ca.as_path()), &url, &args)
+        })
+        .await
+        .expect("curl");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let last = text.lines().last().unwrap_or_default();
+        assert_eq!(last, format!("{negotiated} 200"), "{offer}: {text}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(text.contains("\"accepted\":1"), "{offer}: {text}");
+    }
     gw.stop().await;
 }
 

@@ -29,6 +29,32 @@ pub enum Command {
     BenchCatalog(BenchCatalogArgs),
     /// Prints an HS256 JWT for the benchmark's JWT variant, valid for a day.
     Token(TokenArgs),
+    /// Holds bodies that announce the largest size and stall (h2c streams and
+    /// HTTP/1.1 connections); prints the gateway's peak memory.
+    StalledBodies(StalledArgs),
+}
+
+/// `loadtest stalled-bodies`.
+#[derive(Debug, clap::Args)]
+pub struct StalledArgs {
+    /// The gateway's address (plain HTTP: h2c and HTTP/1.1).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub addr: String,
+    /// The gateway's pid, whose VmHWM is read.
+    #[arg(long)]
+    pub gateway_pid: u32,
+    /// Streams opened on one h2c connection.
+    #[arg(long, default_value_t = 3000)]
+    pub h2_streams: usize,
+    /// HTTP/1.1 connections, one stalled body each.
+    #[arg(long, default_value_t = 1000)]
+    pub h1_connections: usize,
+    /// The `Content-Length` each body announces (the gateway's `limits.max_body_bytes`).
+    #[arg(long, default_value_t = 524_288)]
+    pub declared: usize,
+    /// Seconds the bodies are held before memory is read (below `server.body_timeout_ms`).
+    #[arg(long, default_value_t = 3.0)]
+    pub hold_secs: f64,
 }
 
 /// `loadtest ceiling`.

@@ -7,6 +7,8 @@
 //!   loadtest bench-catalog --out DIR [--types 200]   (the generated `bench` domain)
 //!   loadtest curves --gateway URL --catalog DIR --gateway-pid PID [--runs 3] [--seconds 4]
 //!                   [--events-per-sec 8000] [--only CURVE]   (prints the "Cost curves" section)
+//!   loadtest stalled-bodies --addr HOST:PORT --gateway-pid PID [--h2-streams 3000] [--h1-connections 1000]
+//!                   [--declared 524288] [--hold-secs 3]   (the gateway's peak memory under stalled bodies)
 //!
 //! Every run is open-loop, bounded in requests and time, loopback only.
 //! `loadtest COMMAND --help` lists each command's flags.
@@ -30,6 +32,7 @@ fn main() -> anyhow::Result<()> {
         Command::Curves(args) => runtime()?.block_on(curves::curves(&args)),
         Command::BenchCatalog(args) => bench_catalog::write(&args.out, args.types),
         Command::Token(args) => token(&args),
+        Command::StalledBodies(args) => runtime()?.block_on(eventgw_loadtest::stalled::stalled_bodies(&args)),
     }
 }
 

@@ -98,9 +98,20 @@ impl Config {
             ("limits.max_batch_events", l.max_batch_events),
             ("limits.max_json_depth", l.max_json_depth),
             ("limits.max_string_bytes", l.max_string_bytes),
+            ("limits.max_unfinished_body_bytes", l.max_unfinished_body_bytes),
+            ("server.max_streams_per_connection", self.server.max_streams_per_connection),
         ];
         if let Some((key, _)) = limits.iter().find(|(_, v)| *v == 0) {
             return Err((key, "must be above zero".into()));
+        }
+        if l.max_unfinished_body_bytes < l.max_body_bytes {
+            return Err((
+                "limits.max_unfinished_body_bytes",
+                format!(
+                    "must be at least limits.max_body_bytes ({}), or no body of that size is ever taken",
+                    l.max_body_bytes
+                ),
+            ));
         }
         if !(3..=120).contains(&l.max_json_depth) {
             return Err(("limits.max_json_depth", "must be between 3 (body, batch, event) and 120".into()));

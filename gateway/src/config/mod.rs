@@ -151,6 +151,11 @@ pub struct ServerConfig {
     /// empty 431 and close.
     #[serde(default = "default_max_header_bytes")]
     pub max_header_bytes: usize,
+    /// Requests one HTTP/2 connection may have in flight: past it, a new
+    /// stream is answered `503 too_many_streams` before its body is read,
+    /// so one connection cannot open thousands of stalled bodies.
+    #[serde(default = "default_max_streams_per_connection")]
+    pub max_streams_per_connection: usize,
     /// How SDKs reach this gateway from outside (`events.example.com`,
     /// `https://events.example.com`, `host:port`): the API host the
     /// Segment settings document and RudderStack's `sourceConfig` point
@@ -203,6 +208,10 @@ pub struct LimitsConfig {
     pub max_json_depth: usize,
     /// Longest string, key or value: 400 `string_too_long`.
     pub max_string_bytes: usize,
+    /// Bytes the buffers of all bodies still being received may hold
+    /// together (a buffer grows as bytes arrive, to at most twice what
+    /// arrived): past it, 503 `body_buffer_full`. At least `max_body_bytes`.
+    pub max_unfinished_body_bytes: usize,
 }
 
 impl Default for LimitsConfig {
@@ -214,6 +223,7 @@ impl Default for LimitsConfig {
             max_batch_events: 500,
             max_json_depth: 32,
             max_string_bytes: 16 * 1024,
+            max_unfinished_body_bytes: 64 * 1024 * 1024,
         }
     }
 }
@@ -398,6 +408,9 @@ fn default_max_connections() -> usize {
 }
 fn default_max_header_bytes() -> usize {
     64 * 1024
+}
+fn default_max_streams_per_connection() -> usize {
+    100
 }
 fn default_keep_alive_secs() -> u64 {
     75

@@ -30,7 +30,8 @@ pub async fn body(req: &HttpRequest, payload: web::Payload, state: &AppState) ->
     let server = &state.config.server;
     let deadline = Duration::from_millis(server.body_timeout_ms);
     let headers = req.headers();
-    let read = wire::read_body(headers, payload, limits.max_body_bytes, deadline, server.retry_after_secs);
+    let (limit, budget) = (limits.max_body_bytes, &state.bodies);
+    let read = wire::read_body(headers, payload, limit, budget, deadline, server.retry_after_secs);
     let raw = read.await.map_err(|(error, unread)| {
         if let Some(unread) = unread {
             req.extensions_mut().insert(unread);

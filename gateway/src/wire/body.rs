@@ -1,18 +1,20 @@
 //! Reads a request body without ever holding more than the limits: a
 //! declared `Content-Length` over the limit is refused before reading, a
 //! streamed body is cut off the moment it passes the limit, a slow body is
-//! cut off at its deadline, and gzip is inflated only up to the
-//! decompressed-size cap.
+//! cut off at its deadline, the buffer grows only as bytes arrive and
+//! within the budget of all unfinished bodies (see [`super::budget`]), and
+//! gzip is inflated only up to the decompressed-size cap.
 
 use std::io::Read;
 use std::time::Duration;
 
 use actix_web::http::header::{CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, HeaderMap};
-use actix_web::web::{Bytes, BytesMut, Payload};
+use actix_web::web::{Bytes, Payload};
 use flate2::read::MultiGzDecoder;
 use futures::StreamExt;
 
 use super::WireError;
+use super::budget::{BodyBudget, BodyBuffer, Refused};
 
 /// The first two bytes of every gzip stream. JSON never starts with them, so
 /// a beacon (which cannot set `Content-Encoding`) may send gzip unannounced.
@@ -34,7 +36,8 @@ pub fn check_media_type(headers: &HeaderMap, gzip: bool) -> Result<(), WireError
     if json_like || gzip { Ok(()) } else { Err(WireError::UnsupportedMediaType(essence)) }
 }
 
-/// The raw body, at most `limit` bytes, within `deadline` (past it, a 503
+/// The raw body, at most `limit` bytes, its buffer charged to `budget` as
+/// it grows, within `deadline` (past it, or with the budget spent, a 503
 /// telling the client to retry after `retry_after` seconds). Works the same
 /// for `Content-Length` and chunked framing. A body refused part-way comes
 /// back with its error as an [`UnreadBody`], which the caller keeps until
@@ -43,6 +46,7 @@ pub async fn read_body(
     headers: &HeaderMap,
     payload: Payload,
     limit: usize,
+    budget: &BodyBudget,
     deadline: Duration,
     retry_after: u64,
 ) -> Result<Bytes, (WireError, Option<UnreadBody>)> {
@@ -50,9 +54,11 @@ pub async fn read_body(
     if declared.is_some_and(|len| len > limit) {
         return Err((WireError::BodyTooLarge { limit }, None));
     }
-    let capacity = declared.unwrap_or(0).min(limit);
+    // Nothing is reserved for the announced length: a client that announces
+    // the limit and sends ten bytes holds a first buffer, not the limit.
+    let body = BodyBuffer::new(budget, declared, limit);
     let mut payload = payload;
-    let read = actix_web::rt::time::timeout(deadline, collect(&mut payload, limit, capacity))
+    let read = actix_web::rt::time::timeout(deadline, collect(&mut payload, body, retry_after))
         .await
         .unwrap_or(Err(WireError::BodyTimeout { seconds: deadline.as_secs_f64(), retry_after }));
     read.map_err(|error| (error, Some(UnreadBody(payload))))
@@ -66,16 +72,15 @@ pub async fn read_body(
 /// it from the request to the answer.
 pub struct UnreadBody(pub Payload);
 
-async fn collect(payload: &mut Payload, limit: usize, capacity: usize) -> Result<Bytes, WireError> {
-    let mut body = BytesMut::with_capacity(capacity);
+async fn collect(payload: &mut Payload, mut body: BodyBuffer<'_>, retry_after: u64) -> Result<Bytes, WireError> {
     while let Some(chunk) = payload.next().await {
         let chunk = chunk.map_err(|e| WireError::BodyRead(e.to_string()))?;
-        if body.len() + chunk.len() > limit {
-            return Err(WireError::BodyTooLarge { limit });
-        }
-        body.extend_from_slice(&chunk);
+        body.push(&chunk).map_err(|refused| match refused {
+            Refused::TooLarge => WireError::BodyTooLarge { limit: body.limit() },
+            Refused::BudgetFull => WireError::BodyBufferFull { limit: body.budget_limit(), retry_after },
+        })?;
     }
-    Ok(body.freeze())
+    Ok(body.finish())
 }
 
 /// Undoes `Content-Encoding: gzip` (or an unannounced gzip stream), holding

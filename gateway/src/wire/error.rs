@@ -69,6 +69,18 @@ pub enum WireError {
         /// Seconds for `Retry-After`.
         retry_after: u64,
     },
+    /// The buffers of all unfinished bodies hold
+    /// `limits.max_unfinished_body_bytes`: 503, worth retrying.
+    #[error(
+        "the gateway holds as many unfinished request bodies as it may ({limit} bytes together); retry after the \
+         delay in Retry-After"
+    )]
+    BodyBufferFull {
+        /// The configured limit.
+        limit: usize,
+        /// Seconds for `Retry-After`.
+        retry_after: u64,
+    },
     /// The body is JSON but not the shape the endpoint takes.
     #[error("{0}")]
     InvalidBody(String),

@@ -4,11 +4,13 @@
 
 mod batch;
 mod body;
+mod budget;
 mod error;
 mod json;
 mod json_errors;
 
 pub use batch::{BatchRequest, decode_batch, decode_single};
 pub use body::{GZIP_MAGIC, UnreadBody, check_media_type, decode, gunzip, read_body};
+pub use budget::{BodyBudget, BodyBuffer, FIRST_BUFFER_BYTES, Refused, StreamSlot, StreamSlots};
 pub use error::WireError;
 pub use json::{JsonLimits, MAX_NUMBER_CHARS, parse};
