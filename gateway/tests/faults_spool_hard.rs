@@ -270,7 +270,8 @@ async fn spool_mode_ends_while_traffic_continues() {
     let run = run_id("spoolhandover");
     let healed = Healed::default();
     let tail = Duration::from_secs(25);
-    let load = Beacons { run_for: Duration::from_secs(11), after_heal: Some((healed.clone(), tail)), ..Beacons::default() };
+    let load =
+        Beacons { run_for: Duration::from_secs(11), after_heal: Some((healed.clone(), tail)), ..Beacons::default() };
     let mut ended = None;
     let (answers, healed) = futures::join!(beacons(load, run.clone(), gw.url.clone()), async {
         sleep(Duration::from_secs(3)).await;

@@ -36,7 +36,15 @@ impl SegmentReader {
     pub fn open(path: &Path, from: u64, end: u64) -> std::io::Result<Self> {
         let mut file = File::open(path)?;
         file.seek(SeekFrom::Start(from))?;
-        Ok(Self { file, offset: from, end: end.max(from), buf: Vec::new(), damaged_from: None, damage: Vec::new(), cut: false })
+        Ok(Self {
+            file,
+            offset: from,
+            end: end.max(from),
+            buf: Vec::new(),
+            damaged_from: None,
+            damage: Vec::new(),
+            cut: false,
+        })
     }
 
     /// Up to `max` records (at least one unless the end is reached): empty

@@ -226,7 +226,11 @@ impl SpoolSink {
     /// The idle path: the records are lent to the producer (it copies
     /// them), and kept here only in case they must be spooled. A broken
     /// producer answers at once with errors, which are spooled.
-    fn direct_or_spool(&self, records: Vec<OutRecord>, deadline: Duration) -> BoxFuture<'static, Vec<Result<Stored, SinkError>>> {
+    fn direct_or_spool(
+        &self,
+        records: Vec<OutRecord>,
+        deadline: Duration,
+    ) -> BoxFuture<'static, Vec<Result<Stored, SinkError>>> {
         let me = self.clone();
         let sent = self.kafka.send_borrowed(&records);
         let wait = self.ack_timeout.min(deadline);

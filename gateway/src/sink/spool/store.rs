@@ -195,7 +195,8 @@ impl Shared {
         }
         let quarantine = self.dir.join(QUARANTINE_DIR);
         let name = segment.path.file_name().unwrap_or_default();
-        let moved = std::fs::create_dir_all(&quarantine).and_then(|()| std::fs::rename(&segment.path, quarantine.join(name)));
+        let moved =
+            std::fs::create_dir_all(&quarantine).and_then(|()| std::fs::rename(&segment.path, quarantine.join(name)));
         match moved {
             Ok(()) => {
                 self.quarantined.fetch_add(1, Ordering::SeqCst);

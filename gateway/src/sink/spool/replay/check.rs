@@ -46,7 +46,8 @@ impl Replayer {
             self.stored = None;
         }
         let risky: Vec<bool> = send.iter().map(|r| self.at_risk(r)).collect();
-        let at_risk: Vec<&SpooledRecord> = send.iter().zip(&risky).filter(|(_, risky)| **risky).map(|(r, _)| r).collect();
+        let at_risk: Vec<&SpooledRecord> =
+            send.iter().zip(&risky).filter(|(_, risky)| **risky).map(|(r, _)| r).collect();
         let Some(oldest) = at_risk.iter().map(|r| r.appended_at_ms).min() else { return Ok(send) };
         let since = i64::try_from(oldest.saturating_sub(READ_BACK_MARGIN_MS)).unwrap_or(0);
         let mut topics: BTreeSet<String> = at_risk.iter().map(|r| r.topic.clone()).collect();
@@ -64,9 +65,10 @@ impl Replayer {
             }
         }
         let stored = self.stored.as_ref().map(|(_, _, ids)| ids);
-        let (skip, keep): (Vec<_>, Vec<_>) = send.into_iter().zip(risky).partition(|(r, risky)| {
-            *risky && event_id(r).is_some_and(|id| stored.is_some_and(|ids| ids.contains(id)))
-        });
+        let (skip, keep): (Vec<_>, Vec<_>) = send
+            .into_iter()
+            .zip(risky)
+            .partition(|(r, risky)| *risky && event_id(r).is_some_and(|id| stored.is_some_and(|ids| ids.contains(id))));
         let (skip, keep): (Vec<_>, Vec<_>) =
             (skip.into_iter().map(|(r, _)| r).collect(), keep.into_iter().map(|(r, _)| r).collect());
         if !skip.is_empty() {

@@ -83,7 +83,6 @@ pub struct Writer {
     torn: Option<(std::path::PathBuf, u64)>,
 }
 
-
 impl Writer {
     /// A writer for `shared`; it opens a new segment at its first append
     /// (never appending to a segment a previous process may have torn).

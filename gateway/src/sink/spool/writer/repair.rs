@@ -37,7 +37,9 @@ impl Writer {
     pub(super) fn probe(&mut self) {
         let path = self.shared.dir.join("probe.tmp");
         let wrote = self.cut_back_torn().is_ok()
-            && File::create(&path).and_then(|mut f| f.write_all(&[0; PROBE_BYTES]).and_then(|()| f.sync_data())).is_ok();
+            && File::create(&path)
+                .and_then(|mut f| f.write_all(&[0; PROBE_BYTES]).and_then(|()| f.sync_data()))
+                .is_ok();
         let _ = std::fs::remove_file(&path);
         if wrote {
             self.shared.write_failing.store(false, Ordering::SeqCst);
