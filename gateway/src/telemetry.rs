@@ -64,6 +64,12 @@ pub struct SpoolMetrics {
     pub replayed: IntCounter,
     /// Damaged spans found (torn tails, checksum failures).
     pub damaged: IntCounter,
+    /// Damaged segment files moved aside, waiting for an operator.
+    pub quarantined: IntGauge,
+    /// 0 when replay cannot empty the spool for a reason of its own.
+    pub can_drain: IntGauge,
+    /// 1 while the spool's disk refuses writes.
+    pub write_failing: IntGauge,
 }
 
 impl SpoolMetrics {
@@ -93,6 +99,18 @@ impl SpoolMetrics {
                 "eventgw_spool_damaged_total",
                 "Damaged spool spans found (torn tails, checksum failures).",
             ),
+            quarantined: gauge(
+                "eventgw_spool_quarantined_segments",
+                "Damaged spool segment files moved to quarantine/, waiting for an operator.",
+            ),
+            can_drain: gauge(
+                "eventgw_spool_can_drain",
+                "0 when spool replay is stuck or cannot read its disk (not when Kafka is away).",
+            ),
+            write_failing: gauge(
+                "eventgw_spool_write_failing",
+                "1 while the spool's disk refuses writes (full, I/O errors).",
+            ),
         }
     }
 
@@ -102,6 +120,9 @@ impl SpoolMetrics {
         self.bytes.set(i64::try_from(status.bytes).unwrap_or(i64::MAX));
         self.records.set(i64::try_from(status.records).unwrap_or(i64::MAX));
         self.oldest_age.set(status.oldest_age_secs);
+        self.quarantined.set(i64::try_from(status.quarantined_segments).unwrap_or(i64::MAX));
+        self.can_drain.set(i64::from(status.can_drain));
+        self.write_failing.set(i64::from(status.write_failing));
         for (counter, total) in [
             (&self.appended, status.appended_total),
             (&self.replayed, status.replayed_total),

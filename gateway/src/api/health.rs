@@ -23,6 +23,9 @@ pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError
         return Err(ApiError::Draining);
     }
     state.sink.check_ready().await.map_err(ApiError::NotReady)?;
+    if let Some(reason) = state.sink.spool_status().and_then(|spool| spool.not_ready()) {
+        return Err(ApiError::NotReady(reason));
+    }
     state.edge.ready().map_err(ApiError::NotReady)?;
     let mut body = json!({"status": "ready", "events": state.catalog.events().len()});
     if let Some(spool) = state.sink.spool_status() {

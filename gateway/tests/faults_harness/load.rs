@@ -88,7 +88,9 @@ async fn send(client: &reqwest::Client, url: &str, body: &Value, events: usize) 
     let mut duplicates = Vec::new();
     if status == 200 {
         // With dedupe on, a retry's events already stored are `duplicate`.
-        let accepted = body["accepted"].as_u64().unwrap_or(0) + body["duplicate"].as_u64().unwrap_or(0);
+        let accepted = body["accepted"].as_u64().unwrap_or(0)
+            + body["duplicate"].as_u64().unwrap_or(0)
+            + body["spooled"].as_u64().unwrap_or(0);
         assert_eq!(accepted, events as u64, "every event of the batch is accepted or a duplicate: {body}");
         DUPLICATE_ANSWERS
             .fetch_add(body["duplicate"].as_u64().unwrap_or(0) as usize, std::sync::atomic::Ordering::Relaxed);

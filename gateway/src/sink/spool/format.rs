@@ -4,8 +4,10 @@
 //!
 //! ```text
 //! segment := "EVGWSPL1" frame*
-//! frame   := magic u32 | len u32 | crc32 u32 | seq u64 | appended_at_ms u64 | body      (little endian)
+//! frame   := magic u32 | len u32 | crc32 u32 | seq u64 | stamp u64 | body      (little endian)
 //!            len counts seq..end of body; crc32 covers the same bytes
+//! stamp   := appended_at_ms (bits 0-62) | in_flight (bit 63: the record's first
+//!            send was still in flight when it was spooled)
 //! body    := topic (u16 len, bytes) | key (u32 len, bytes)
 //!            | header count u16, each (u16 len, name)(u32 len, value) | payload (u32 len, bytes)
 //! ```
@@ -33,6 +35,10 @@ pub struct SpooledRecord {
     pub seq: u64,
     /// When it was appended, in milliseconds since the epoch.
     pub appended_at_ms: u64,
+    /// Its first send was still in flight when it was spooled: after a
+    /// crash nobody knows whether that send landed, so replay looks for the
+    /// record in Kafka before sending it.
+    pub in_flight: bool,
     /// Destination topic.
     pub topic: String,
     /// Its original partition key.
@@ -79,8 +85,18 @@ pub fn encode_body(record: &OutRecord, out: &mut Vec<u8>) {
     put_bytes32(out, &record.payload);
 }
 
+/// The stamp's bit saying the record's first send was in flight.
+const IN_FLIGHT: u64 = 1 << 63;
+
 /// Appends one frame around `body` to `out`; returns its length.
+#[cfg(test)]
 pub fn frame(seq: u64, appended_at_ms: u64, body: &[u8], out: &mut Vec<u8>) -> usize {
+    frame_flagged(seq, appended_at_ms, false, body, out)
+}
+
+/// [`frame`], saying whether the record's first send is still in flight.
+pub fn frame_flagged(seq: u64, appended_at_ms: u64, in_flight: bool, body: &[u8], out: &mut Vec<u8>) -> usize {
+    let appended_at_ms = (appended_at_ms & !IN_FLIGHT) | if in_flight { IN_FLIGHT } else { 0 };
     let len = FRAME_FIXED + body.len();
     let mut crc = crc32fast::Hasher::new();
     crc.update(&seq.to_le_bytes());
@@ -204,7 +220,8 @@ fn read_frame(bytes: &[u8]) -> Frame {
 fn decode(checked: &[u8]) -> Option<SpooledRecord> {
     let mut r = Reader { bytes: checked, at: 0 };
     let seq = r.u64()?;
-    let appended_at_ms = r.u64()?;
+    let stamp = r.u64()?;
+    let (appended_at_ms, in_flight) = (stamp & !IN_FLIGHT, stamp & IN_FLIGHT != 0);
     let topic = r.text16()?;
     let key = r.text32()?;
     let count = r.u16()?;
@@ -215,7 +232,7 @@ fn decode(checked: &[u8]) -> Option<SpooledRecord> {
     let payload_len = r.u32()? as usize;
     let payload = r.take(payload_len)?.to_vec();
     (r.at == checked.len()).then_some(())?;
-    Some(SpooledRecord { seq, appended_at_ms, topic, key, headers, payload })
+    Some(SpooledRecord { seq, appended_at_ms, in_flight, topic, key, headers, payload })
 }
 
 /// Bounds-checked little-endian reads.
@@ -246,5 +263,37 @@ impl<'a> Reader<'a> {
     fn text32(&mut self) -> Option<String> {
         let n = self.u32()? as usize;
         String::from_utf8(self.take(n)?.to_vec()).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body() -> Vec<u8> {
+        let record = OutRecord {
+            topic: "web.tracking".into(),
+            key: "user-1".into(),
+            payload: b"{}".to_vec(),
+            headers: vec![("event-id", "id-1".into())],
+        };
+        let mut body = Vec::new();
+        encode_body(&record, &mut body);
+        body
+    }
+
+    #[test]
+    fn the_in_flight_flag_survives_the_disk_and_leaves_the_time_alone() {
+        let mut bytes = Vec::new();
+        frame_flagged(7, 1_700_000_000_123, true, &body(), &mut bytes);
+        frame_flagged(8, 1_700_000_000_456, false, &body(), &mut bytes);
+        frame(9, 1_700_000_000_789, &body(), &mut bytes);
+        let scan = scan(&bytes, 0);
+        assert!(scan.damage.is_empty());
+        let read: Vec<(u64, u64, bool)> = scan.records.iter().map(|r| (r.seq, r.appended_at_ms, r.in_flight)).collect();
+        assert_eq!(
+            read,
+            vec![(7, 1_700_000_000_123, true), (8, 1_700_000_000_456, false), (9, 1_700_000_000_789, false)]
+        );
     }
 }

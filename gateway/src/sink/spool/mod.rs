@@ -52,9 +52,23 @@ pub enum SpoolError {
     /// The writer thread is gone (the process is stopping).
     #[error("the spool writer has stopped")]
     Stopped,
+    /// The last append failed and the disk has not taken a write since.
+    #[error("Kafka is unavailable and the spool's disk refuses writes")]
+    Failing,
 }
 
 impl SpoolError {
+    /// What a client is told: no path or operating-system detail (those
+    /// are logged), which says nothing to a client and shows the host's layout.
+    pub fn for_client(&self) -> String {
+        match self {
+            Self::Io { .. } | Self::Failing => {
+                "Kafka is unavailable and the spool cannot write to its disk; nothing of this request was kept".into()
+            }
+            other => other.to_string(),
+        }
+    }
+
     fn io(path: &Path, error: std::io::Error) -> Self {
         Self::Io { path: path.display().to_string(), message: error.to_string() }
     }

@@ -27,6 +27,8 @@ pub struct SegmentReader {
     damaged_from: Option<u64>,
     /// Damage found so far.
     damage: Vec<Damage>,
+    /// The file ended before `end`: it is shorter than what was committed.
+    cut: bool,
 }
 
 impl SegmentReader {
@@ -34,7 +36,15 @@ impl SegmentReader {
     pub fn open(path: &Path, from: u64, end: u64) -> std::io::Result<Self> {
         let mut file = File::open(path)?;
         file.seek(SeekFrom::Start(from))?;
-        Ok(Self { file, offset: from, end: end.max(from), buf: Vec::new(), damaged_from: None, damage: Vec::new() })
+        Ok(Self {
+            file,
+            offset: from,
+            end: end.max(from),
+            buf: Vec::new(),
+            damaged_from: None,
+            damage: Vec::new(),
+            cut: false,
+        })
     }
 
     /// Up to `max` records (at least one unless the end is reached): empty
@@ -70,6 +80,7 @@ impl SegmentReader {
         if read == 0 {
             // The file is shorter than `end`: what is there is all there is.
             self.end = self.offset + self.buf.len() as u64;
+            self.cut = true;
         }
         Ok(())
     }
@@ -77,6 +88,12 @@ impl SegmentReader {
     /// The file offset up to which frames were consumed.
     pub fn offset(&self) -> u64 {
         self.offset
+    }
+
+    /// True when the file turned out shorter than the end it was opened
+    /// with (for a live segment: truncated under the gateway).
+    pub fn short(&self) -> bool {
+        self.cut
     }
 
     /// Damaged spans found so far.
@@ -189,6 +206,30 @@ mod tests {
         }
         let seqs: Vec<u64> = expected.records.iter().map(|r| r.seq).collect();
         assert!(!seqs.contains(&10) && !seqs.contains(&39) && seqs.contains(&11) && seqs.contains(&38));
+        let _ = std::fs::remove_file(path);
+    }
+
+    #[test]
+    fn a_file_shorter_than_its_committed_length_is_said_short_and_read_to_its_end() {
+        let bytes = segment(10);
+        let path = write("short", &bytes);
+        let committed = bytes.len() as u64;
+        std::fs::OpenOptions::new().write(true).open(&path).expect("open").set_len(committed / 2).expect("cut");
+        let mut reader = SegmentReader::open(&path, SEGMENT_HEADER.len() as u64, committed).expect("open");
+        let mut read = 0;
+        loop {
+            let records = reader.next(3).expect("read");
+            if records.is_empty() {
+                break;
+            }
+            read += records.len();
+        }
+        assert!(reader.short(), "the cut is seen");
+        assert!(read > 0 && read < 10, "what is left is read: {read}");
+        assert_eq!(reader.offset(), committed / 2, "read to where the file ends, not beyond");
+        let mut whole = SegmentReader::open(&path, SEGMENT_HEADER.len() as u64, committed / 2).expect("open");
+        while !whole.next(3).expect("read").is_empty() {}
+        assert!(!whole.short(), "a file as long as its committed length is not short");
         let _ = std::fs::remove_file(path);
     }
 

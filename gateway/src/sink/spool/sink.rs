@@ -40,6 +40,30 @@ pub struct SpoolStatus {
     /// The slowest group commit (write + fsync) since start, in milliseconds:
     /// what a request waits for on top of `ack_timeout_ms` at worst.
     pub slowest_commit_ms: u64,
+    /// Damaged segment files moved to `quarantine/` in the spool directory,
+    /// waiting for an operator.
+    pub quarantined_segments: u64,
+    /// False when replay cannot empty the spool for a reason of its own
+    /// (stuck, or the disk cannot be read); Kafka being away is not one.
+    pub can_drain: bool,
+    /// True while the spool's last append failed (disk full, I/O error)
+    /// and the disk has not taken a write since.
+    pub write_failing: bool,
+}
+
+impl SpoolStatus {
+    /// Why readiness must be red because of the spool whatever Kafka says,
+    /// if it must: a spool that cannot drain keeps every new record behind
+    /// it, and a spool that cannot write while it spools refuses them all.
+    pub fn not_ready(&self) -> Option<String> {
+        if self.spooling && !self.can_drain {
+            return Some("the spool cannot drain: replay is stuck or cannot read the spool's disk".into());
+        }
+        if self.spooling && self.write_failing {
+            return Some("the spool is spooling and its disk refuses writes".into());
+        }
+        None
+    }
 }
 
 /// The Kafka sink with a spool behind it.
@@ -169,7 +193,7 @@ impl SpoolSink {
             .map(|r| match (r, &spooled) {
                 (r, _) if !retry(&r) => r.map(Stored::Kafka),
                 (_, Ok(_)) => Ok(Stored::Spooled),
-                (_, Err(error)) => Err(SinkError::SpoolRefused(error.to_string())),
+                (_, Err(error)) => Err(SinkError::SpoolRefused(error.for_client())),
             })
             .collect()
     }
@@ -195,7 +219,45 @@ impl SpoolSink {
                 });
                 vec![Ok(Stored::Spooled); count]
             }
-            Err(error) => vec![Err(SinkError::SpoolRefused(error.to_string())); count],
+            Err(error) => vec![Err(SinkError::SpoolRefused(error.for_client())); count],
+        }
+    }
+
+    /// The idle path: the records are lent to the producer (it copies
+    /// them), and kept here only in case they must be spooled. A broken
+    /// producer answers at once with errors, which are spooled.
+    fn direct_or_spool(
+        &self,
+        records: Vec<OutRecord>,
+        deadline: Duration,
+    ) -> BoxFuture<'static, Vec<Result<Stored, SinkError>>> {
+        let me = self.clone();
+        let sent = self.kafka.send_borrowed(&records);
+        let wait = self.ack_timeout.min(deadline);
+        async move {
+            match select(sent, Box::pin(tokio::time::sleep(wait))).await {
+                Either::Left((results, _)) => me.after_answer(records, results).await,
+                Either::Right((_, sent)) => me.after_timeout(records, sent).await,
+            }
+        }
+        .boxed()
+    }
+
+    /// Waits (at most `limit`) while replay sends the spool's last round,
+    /// so this request can go straight to Kafka behind it: under steady
+    /// traffic the spool would otherwise never be found empty.
+    async fn wait_handover(&self, limit: Duration) {
+        let until = tokio::time::Instant::now() + limit;
+        loop {
+            let notified = self.shared.handover.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            if !self.shared.is_closing() {
+                return;
+            }
+            if tokio::time::timeout_at(until, notified).await.is_err() {
+                return;
+            }
         }
     }
 
@@ -208,7 +270,10 @@ impl SpoolSink {
         if status.oldest_age_secs > self.config.max_age_secs as f64 {
             return Some(SpoolError::TooOld(self.config.max_age_secs).to_string());
         }
-        None
+        if status.write_failing {
+            return Some(SpoolError::Failing.to_string());
+        }
+        status.not_ready()
     }
 }
 
@@ -226,6 +291,9 @@ pub(super) fn status_of(shared: &Shared) -> SpoolStatus {
         replayed_total: shared.replayed_total.load(Ordering::SeqCst),
         damaged_total: shared.damaged_total.load(Ordering::SeqCst),
         slowest_commit_ms: shared.slowest_commit_ms.load(Ordering::SeqCst),
+        quarantined_segments: shared.quarantined.load(Ordering::SeqCst),
+        can_drain: shared.can_drain(),
+        write_failing: shared.write_failing.load(Ordering::SeqCst),
     }
 }
 
@@ -246,26 +314,22 @@ impl Sink for SpoolSink {
         if self.shared.is_spooling() {
             // Behind what the spool holds: per-key order.
             return async move {
+                let started = tokio::time::Instant::now();
+                if me.shared.is_closing() {
+                    me.wait_handover(me.ack_timeout.min(deadline / 2)).await;
+                }
+                if !me.shared.is_spooling() {
+                    return me.direct_or_spool(records, deadline.saturating_sub(started.elapsed())).await;
+                }
                 let count = records.len();
                 match me.spool(&records, false).await {
                     Ok(_) => vec![Ok(Stored::Spooled); count],
-                    Err(error) => vec![Err(SinkError::SpoolRefused(error.to_string())); count],
+                    Err(error) => vec![Err(SinkError::SpoolRefused(error.for_client())); count],
                 }
             }
             .boxed();
         }
-        // The idle path: the records are lent to the producer (it copies
-        // them), and kept here only in case they must be spooled. A broken
-        // producer answers at once with errors, which are spooled.
-        let sent = self.kafka.send_borrowed(&records);
-        let wait = self.ack_timeout.min(deadline);
-        async move {
-            match select(sent, Box::pin(tokio::time::sleep(wait))).await {
-                Either::Left((results, _)) => me.after_answer(records, results).await,
-                Either::Right((_, sent)) => me.after_timeout(records, sent).await,
-            }
-        }
-        .boxed()
+        self.direct_or_spool(records, deadline)
     }
 
     fn send_direct(&self, records: Vec<OutRecord>) -> BoxFuture<'static, Vec<Result<Delivered, SinkError>>> {

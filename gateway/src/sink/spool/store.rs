@@ -17,6 +17,8 @@ use super::reader;
 pub const LOCK_FILE: &str = "spool.lock";
 /// Everything with a lower sequence number is in Kafka (written after each replay round).
 pub const CHECKPOINT_FILE: &str = "replayed";
+/// Where damaged segments go once what could be read of them is in Kafka.
+pub const QUARANTINE_DIR: &str = "quarantine";
 
 /// One segment file.
 #[derive(Debug, Clone)]
@@ -29,6 +31,9 @@ pub struct Segment {
     pub len: u64,
     /// No more appends: the writer moved on, or a previous process wrote it.
     pub sealed: bool,
+    /// Damage was found and reported: once replayed, the file is moved to
+    /// [`QUARANTINE_DIR`] for an operator instead of being deleted.
+    pub damaged: bool,
 }
 
 /// What became of a record's first send to Kafka, which was still in
@@ -88,6 +93,26 @@ pub struct Shared {
     pub damaged_total: AtomicU64,
     /// The slowest group commit (write + fsync) since start, in milliseconds.
     pub slowest_commit_ms: AtomicU64,
+    /// Segment files in [`QUARANTINE_DIR`] (found at start, plus those moved since).
+    pub quarantined: AtomicU64,
+    /// True while the last append failed (disk full, I/O error) and no
+    /// append or probe has succeeded since: the spool refuses records.
+    pub write_failing: AtomicBool,
+    /// When replay last went round its loop (ms since the epoch): a replay
+    /// stuck in a loop of its own stops moving it (see [`Shared::can_drain`]).
+    pub replay_beat_ms: AtomicU64,
+    /// True while replay cannot read the spool (repeated disk errors).
+    pub replay_blocked: AtomicBool,
+    /// Until when (ms since the epoch) the spool hands over to direct
+    /// produce: replay is about to catch up, so new requests wait for it
+    /// (briefly) instead of appending. A deadline, not a flag, so a replay
+    /// that stalls meanwhile cannot hold requests back.
+    pub closing_until_ms: AtomicU64,
+    /// Wakes the requests waiting out a handover.
+    pub handover: tokio::sync::Notify,
+    /// The sequence number after the last record a previous process left:
+    /// those records' first send may have been in flight when it died.
+    pub recovered_below: u64,
     /// Kept open for its lock; released when the process exits.
     _lock: File,
 }
@@ -103,6 +128,8 @@ impl Shared {
         lock.try_lock().map_err(|_| SpoolError::Locked(dir.display().to_string()))?;
         let recovered = recover(dir)?;
         let spooling = !recovered.index.segments.is_empty();
+        let recovered_below = recovered.index.next_seq;
+        let quarantined = std::fs::read_dir(dir.join(QUARANTINE_DIR)).map_or(0, |d| d.count() as u64);
         Ok(Self {
             dir: dir.to_owned(),
             index: Mutex::new(recovered.index),
@@ -112,6 +139,13 @@ impl Shared {
             replayed_total: AtomicU64::new(0),
             damaged_total: AtomicU64::new(recovered.damage.len() as u64),
             slowest_commit_ms: AtomicU64::new(0),
+            quarantined: AtomicU64::new(quarantined),
+            write_failing: AtomicBool::new(false),
+            replay_beat_ms: AtomicU64::new(now_ms()),
+            replay_blocked: AtomicBool::new(false),
+            closing_until_ms: AtomicU64::new(0),
+            handover: tokio::sync::Notify::new(),
+            recovered_below,
             _lock: lock,
         })
     }
@@ -130,7 +164,63 @@ impl Shared {
     pub fn is_spooling(&self) -> bool {
         self.spooling.load(Ordering::SeqCst)
     }
+
+    /// False when replay cannot empty the spool for a reason of its own
+    /// (not Kafka's): it has not gone round its loop for [`REPLAY_STUCK_MS`]
+    /// or cannot read the disk. Kafka being away is not such a reason.
+    pub fn can_drain(&self) -> bool {
+        let beat = self.replay_beat_ms.load(Ordering::SeqCst);
+        !self.replay_blocked.load(Ordering::SeqCst) && now_ms().saturating_sub(beat) < REPLAY_STUCK_MS
+    }
+
+    /// True while a handover to direct produce is under way.
+    pub fn is_closing(&self) -> bool {
+        now_ms() < self.closing_until_ms.load(Ordering::SeqCst)
+    }
+
+    /// Ends a handover (either way) and wakes the requests waiting on it.
+    pub fn end_handover(&self) {
+        self.closing_until_ms.store(0, Ordering::SeqCst);
+        self.handover.notify_waiters();
+    }
+
+    /// Retires a segment whose records are all in Kafka: deleted, or moved
+    /// to [`QUARANTINE_DIR`] when it was damaged (so an operator can look).
+    pub fn retire(&self, segment: &Segment) {
+        if !segment.damaged {
+            if let Err(error) = std::fs::remove_file(&segment.path) {
+                tracing::warn!(%error, segment = %segment.path.display(), "Cannot delete a replayed spool segment");
+            }
+            return;
+        }
+        let quarantine = self.dir.join(QUARANTINE_DIR);
+        let name = segment.path.file_name().unwrap_or_default();
+        let moved =
+            std::fs::create_dir_all(&quarantine).and_then(|()| std::fs::rename(&segment.path, quarantine.join(name)));
+        match moved {
+            Ok(()) => {
+                self.quarantined.fetch_add(1, Ordering::SeqCst);
+                tracing::error!(
+                    segment = %segment.path.display(),
+                    quarantine = %quarantine.display(),
+                    "Damaged spool segment quarantined: what could be read of it is in Kafka; the file is kept for an operator"
+                );
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                self.quarantined.fetch_add(1, Ordering::SeqCst);
+                tracing::error!(segment = %segment.path.display(), "Damaged spool segment is gone from the disk; nothing left to quarantine");
+            }
+            Err(error) => {
+                tracing::error!(%error, segment = %segment.path.display(), "Cannot quarantine a damaged spool segment");
+            }
+        }
+    }
 }
+
+/// Replay not going round its loop for this long means it is stuck: its
+/// longest legitimate step (a read-back of up to 60 s, a producer
+/// replacement with its settle wait) fits well inside.
+pub const REPLAY_STUCK_MS: u64 = 120_000;
 
 /// What recovery found in a spool directory.
 pub struct Recovered {
@@ -172,7 +262,8 @@ pub fn recover(dir: &Path) -> Result<Recovered, SpoolError> {
             out.index.next_seq = out.index.next_seq.max(last + 1);
         }
         out.records.push((path.clone(), live));
-        out.index.segments.push_back(Segment { path, first_seq, len, sealed: true });
+        let damaged = !damage.is_empty();
+        out.index.segments.push_back(Segment { path, first_seq, len, sealed: true, damaged });
     }
     Ok(out)
 }
@@ -227,4 +318,47 @@ pub fn write_checkpoint(dir: &Path, seq: u64) -> std::io::Result<()> {
 /// Milliseconds since the epoch.
 pub fn now_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(name: &str) -> (Shared, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("eventgw-store-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        (Shared::open(&dir).expect("open"), dir)
+    }
+
+    #[test]
+    fn a_replay_that_stopped_going_round_cannot_drain() {
+        let (shared, dir) = open("stuck");
+        assert!(shared.can_drain(), "a replay that just beat can drain");
+        shared.replay_beat_ms.store(now_ms() - REPLAY_STUCK_MS - 1, Ordering::SeqCst);
+        assert!(!shared.can_drain(), "no beat for REPLAY_STUCK_MS: stuck");
+        shared.replay_beat_ms.store(now_ms(), Ordering::SeqCst);
+        shared.replay_blocked.store(true, Ordering::SeqCst);
+        assert!(!shared.can_drain(), "a replay that cannot read the disk cannot drain");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_damaged_segment_is_moved_to_quarantine_and_a_clean_one_deleted() {
+        let (shared, dir) = open("retire");
+        let make = |seq: u64, damaged: bool| {
+            let path = segment_path(&dir, seq);
+            std::fs::write(&path, b"EVGWSPL1").expect("write");
+            Segment { path, first_seq: seq, len: 8, sealed: true, damaged }
+        };
+        let (clean, damaged) = (make(0, false), make(5, true));
+        shared.retire(&clean);
+        shared.retire(&damaged);
+        assert!(!clean.path.exists() && !damaged.path.exists());
+        assert!(dir.join(QUARANTINE_DIR).join(damaged.path.file_name().expect("name")).exists());
+        assert_eq!(shared.quarantined.load(Ordering::SeqCst), 1);
+        drop(shared);
+        let (reopened, _) = (Shared::open(&dir).expect("reopen"), ());
+        assert_eq!(reopened.quarantined.load(Ordering::SeqCst), 1, "counted again at start");
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }

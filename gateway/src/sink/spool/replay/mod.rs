@@ -17,12 +17,14 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use super::format::{self, SpooledRecord};
-use super::reader;
+use super::format::SpooledRecord;
 use super::store::{Fate, Shared, write_checkpoint};
-use super::wedge::{self, PROBE_EVERY, Watchdog};
+use super::wedge::{PROBE_EVERY, Watchdog};
 use super::writer::Command;
 use crate::sink::{KafkaSink, SinkError};
+
+mod check;
+mod disk;
 
 /// Pause when there is nothing to replay, or the next record's first send
 /// is still in flight.
@@ -39,6 +41,12 @@ const SETTLE_AFTER_REPLACE: Duration = Duration::from_secs(3);
 /// timestamped: the request waited at most its deadline before the append
 /// (`server.request_timeout_ms`, far below this), plus clock steps.
 const READ_BACK_MARGIN_MS: u64 = 120_000;
+/// A handover to direct produce that has not completed within this long is
+/// called off (requests spool again) and tried later: Kafka is too slow for
+/// replay to catch up while requests wait.
+const HANDOVER_LIMIT: Duration = Duration::from_secs(2);
+/// Rounds failing to read the disk in a row before replay says it cannot drain.
+const BLOCKED_AFTER: u32 = 3;
 
 /// The replay loop's state.
 pub struct Replayer {
@@ -66,6 +74,16 @@ pub struct Replayer {
     /// topic: after the old producer was purged and the settle wait, nothing
     /// more of its records can arrive, so later rounds reuse it.
     stored: Option<(i64, BTreeSet<String>, HashSet<String>)>,
+    /// A segment found damaged while reading it: sealed by the writer at the
+    /// length its file has now before replay reads on.
+    damaged: Option<u64>,
+    /// Since when new requests wait for replay to catch up (a handover).
+    closing_since: Option<std::time::Instant>,
+    /// When Kafka last acknowledged a round: a handover is only begun
+    /// while it does (else requests would wait on a replay that cannot send).
+    acked_at: Option<std::time::Instant>,
+    /// Rounds in a row that could not read the disk.
+    read_failures: u32,
 }
 
 impl Replayer {
@@ -83,21 +101,33 @@ impl Replayer {
             watchdog: Watchdog::default(),
             check_below: None,
             stored: None,
+            damaged: None,
+            closing_since: None,
+            acked_at: None,
+            read_failures: 0,
         }
     }
 
     /// Replays forever (until the process exits).
     pub async fn run(mut self) {
         loop {
+            self.beat();
             match self.round().await {
                 Ok(true) => {}
                 Ok(false) => tokio::time::sleep(IDLE).await,
                 Err(error) => {
+                    self.shared.end_handover();
+                    self.closing_since = None;
                     tracing::warn!(%error, "Spool replay round failed; retrying");
                     tokio::time::sleep(BACKOFF).await;
                 }
             }
         }
+    }
+
+    /// Says replay is going round (see `Shared::can_drain`).
+    fn beat(&self) {
+        self.shared.replay_beat_ms.store(super::store::now_ms(), Ordering::SeqCst);
     }
 
     /// Replays until the spool is empty (for `gateway spool replay`);
@@ -118,7 +148,15 @@ impl Replayer {
     /// One round: read, choose what to send, send, account. `Ok(false)`
     /// when nothing could be done now.
     async fn round(&mut self) -> Result<bool, String> {
-        self.fill()?;
+        let filled = self.fill();
+        self.read_failures = if filled.is_ok() { 0 } else { self.read_failures.saturating_add(1) };
+        self.shared.replay_blocked.store(self.read_failures >= BLOCKED_AFTER, Ordering::SeqCst);
+        filled?;
+        if let Some(first_seq) = self.damaged.take() {
+            self.seal_damaged(first_seq).await;
+            return Ok(true);
+        }
+        self.handover();
         if self.queue.is_empty() {
             self.watchdog.progressed();
             if self.shared.is_spooling() && self.read_everything() {
@@ -155,8 +193,13 @@ impl Replayer {
             }
         }
         if failed > 0 {
+            self.shared.end_handover();
+            self.closing_since = None;
             tokio::time::sleep(BACKOFF).await;
             return Ok(true);
+        }
+        if !send.is_empty() {
+            self.acked_at = Some(std::time::Instant::now());
         }
         self.advance(processed);
         Ok(true)
@@ -195,6 +238,7 @@ impl Replayer {
             match tokio::time::timeout(PROBE_EVERY, &mut sent).await {
                 Ok(results) => return results,
                 Err(_) => {
+                    self.beat();
                     if logged.elapsed() >= STALL_LOG {
                         logged = std::time::Instant::now();
                         tracing::warn!(
@@ -210,72 +254,23 @@ impl Replayer {
         }
     }
 
-    /// Replaces the producer when the watchdog finds it wedged; everything
-    /// appended so far may have been handed to it, so those records are
-    /// looked up in Kafka before they are sent again.
-    async fn check_wedged(&mut self) {
-        if !self.watchdog.wedged(self.kafka.client_config()) {
+    /// Starts a handover to direct produce when replay holds everything
+    /// appended but one round (new requests then wait for it instead of
+    /// appending behind it), and calls off one that takes too long.
+    fn handover(&mut self) {
+        if let Some(since) = self.closing_since {
+            if since.elapsed() >= HANDOVER_LIMIT || !self.shared.is_spooling() {
+                self.closing_since = None;
+                self.shared.end_handover();
+            }
             return;
         }
-        let below = self.shared.index().next_seq;
-        match self.kafka.replace_wedged() {
-            Ok(()) => {
-                tracing::warn!(
-                    below,
-                    "Spool replay: records before this sequence number are checked against Kafka before they are sent again"
-                );
-                self.check_below = Some(self.check_below.map_or(below, |b| b.max(below)));
-                self.stored = None;
-                self.watchdog.progressed();
-                tokio::time::sleep(SETTLE_AFTER_REPLACE).await;
-            }
-            Err(error) => tracing::warn!(%error, "Cannot replace the wedged Kafka producer; retrying"),
+        let acking = self.acked_at.is_some_and(|at| at.elapsed() < HANDOVER_LIMIT);
+        if acking && self.shared.is_spooling() && self.queue.len() <= self.batch && self.read_everything() {
+            self.closing_since = Some(std::time::Instant::now());
+            let until = super::store::now_ms() + HANDOVER_LIMIT.as_millis() as u64;
+            self.shared.closing_until_ms.store(until, Ordering::SeqCst);
         }
-    }
-
-    /// After a producer was replaced as wedged: drops from `send` (marking
-    /// them delivered) the records Kafka already holds, found by their
-    /// `event-id` header; an error leaves the round to be tried again, so
-    /// nothing unchecked is sent.
-    fn skip_stored(&mut self, send: Vec<SpooledRecord>) -> Result<Vec<SpooledRecord>, String> {
-        let Some(below) = self.check_below else { return Ok(send) };
-        if self.queue.front().is_none_or(|r| r.seq >= below) {
-            self.check_below = None;
-            self.stored = None;
-            return Ok(send);
-        }
-        let at_risk: Vec<&SpooledRecord> = send.iter().filter(|r| r.seq < below).collect();
-        let Some(oldest) = at_risk.iter().map(|r| r.appended_at_ms).min() else { return Ok(send) };
-        let since = i64::try_from(oldest.saturating_sub(READ_BACK_MARGIN_MS)).unwrap_or(0);
-        let mut topics: BTreeSet<String> = at_risk.iter().map(|r| r.topic.clone()).collect();
-        match &mut self.stored {
-            Some((from, read, ids)) if *from <= since => {
-                topics.retain(|t| !read.contains(t));
-                if !topics.is_empty() {
-                    ids.extend(wedge::stored_event_ids(self.kafka.client_config(), &topics, *from)?);
-                    read.extend(topics);
-                }
-            }
-            _ => {
-                let ids = wedge::stored_event_ids(self.kafka.client_config(), &topics, since)?;
-                self.stored = Some((since, topics, ids));
-            }
-        }
-        let stored = self.stored.as_ref().map(|(_, _, ids)| ids);
-        let (skip, keep): (Vec<_>, Vec<_>) = send
-            .into_iter()
-            .partition(|r| r.seq < below && event_id(r).is_some_and(|id| stored.is_some_and(|ids| ids.contains(id))));
-        if !skip.is_empty() {
-            let mut fates = self.shared.fates();
-            for record in &skip {
-                fates.insert(record.seq, Fate::Delivered);
-            }
-            tracing::warn!(
-                records = skip.len(),
-                "Spool replay: records the replaced producer had stored are not sent again"
-            );
-        }
-        Ok(keep)
     }
 
     /// Every one of the first `processed` records is in Kafka: drop them,
@@ -298,30 +293,6 @@ impl Replayer {
         self.delete_finished(through);
     }
 
-    /// Deletes sealed, fully read segments whose every record is below `through`.
-    fn delete_finished(&mut self, through: u64) {
-        let (done, keep): (Vec<_>, Vec<_>) =
-            self.finished.drain(..).partition(|(_, _, last)| last.is_none_or(|last| last < through));
-        self.finished = keep;
-        for (first_seq, path, _) in done {
-            if let Err(error) = std::fs::remove_file(&path) {
-                tracing::warn!(%error, segment = %path.display(), "Cannot delete a replayed spool segment");
-            }
-            self.shared.index().segments.retain(|s| s.first_seq != first_seq);
-            tracing::info!(segment = %path.display(), "Spool segment replayed and deleted");
-        }
-    }
-
-    /// True when every segment has been read to its committed end.
-    fn read_everything(&self) -> bool {
-        let index = self.shared.index();
-        match (self.cursor, index.segments.back()) {
-            (_, None) => true,
-            (Some((seq, offset)), Some(last)) => seq == last.first_seq && offset >= last.len,
-            (None, Some(_)) => false,
-        }
-    }
-
     /// Asks the writer to end spooling if nothing was appended meanwhile.
     async fn try_drain(&mut self) {
         let through = self.shared.index().replayed_through;
@@ -337,57 +308,4 @@ impl Replayer {
             }
         }
     }
-
-    /// Reads more records from disk until the queue holds two rounds' worth
-    /// or everything committed so far is read.
-    fn fill(&mut self) -> Result<(), String> {
-        while self.queue.len() < self.batch * 2 {
-            let (segment, next) = {
-                let index = self.shared.index();
-                let at = match self.cursor {
-                    Some((seq, _)) => index.segments.iter().position(|s| s.first_seq == seq),
-                    None => (!index.segments.is_empty()).then_some(0),
-                };
-                let Some(at) = at else {
-                    self.cursor = None;
-                    return Ok(());
-                };
-                (index.segments[at].clone(), index.segments.get(at + 1).map(|s| s.first_seq))
-            };
-            let offset = match self.cursor {
-                Some((seq, offset)) if seq == segment.first_seq => offset,
-                _ => format::SEGMENT_HEADER.len() as u64,
-            };
-            if offset < segment.len {
-                // A bounded step: at most one round's records, one chunk of the file.
-                let mut reader = reader::SegmentReader::open(&segment.path, offset, segment.len)
-                    .map_err(|e| format!("{}: {e}", segment.path.display()))?;
-                let records = reader.next(self.batch).map_err(|e| format!("{}: {e}", segment.path.display()))?;
-                let floor = self.shared.index().replayed_through;
-                if let Some(last) = records.last() {
-                    self.max_read = self.max_read.max(Some(last.seq));
-                }
-                self.queue.extend(records.into_iter().filter(|r| r.seq >= floor));
-                self.cursor = Some((segment.first_seq, reader.offset()));
-                if reader.offset() < segment.len {
-                    continue;
-                }
-            } else {
-                self.cursor = Some((segment.first_seq, offset));
-            }
-            if segment.sealed && !self.finished.iter().any(|(s, _, _)| *s == segment.first_seq) {
-                self.finished.push((segment.first_seq, segment.path.clone(), self.max_read));
-            }
-            match next {
-                Some(next) if segment.sealed => self.cursor = Some((next, format::SEGMENT_HEADER.len() as u64)),
-                _ => return Ok(()),
-            }
-        }
-        Ok(())
-    }
-}
-
-/// A record's `messageId` as its `event-id` header says.
-fn event_id(record: &SpooledRecord) -> Option<&str> {
-    record.headers.iter().find(|(k, _)| k == "event-id").map(|(_, v)| v.as_str())
 }

@@ -15,6 +15,10 @@ use super::format;
 use super::store::{Fate, Segment, Shared, now_ms, segment_path};
 use super::{SpoolConfig, SpoolError};
 
+mod repair;
+
+use repair::PROBE_EVERY;
+
 /// Most appends folded into one write and fsync.
 const MAX_GROUP: usize = 4096;
 /// A group commit slower than this is logged.
@@ -56,6 +60,15 @@ pub enum Command {
         /// Whether the spool is now empty and direct.
         reply: oneshot::Sender<bool>,
     },
+    /// Replay found the segment starting at `first_seq` damaged: no more
+    /// appends to it; its length becomes what the file holds now, so replay
+    /// reads what is there and then moves on.
+    Damaged {
+        /// The segment.
+        first_seq: u64,
+        /// Answered once the segment is sealed.
+        reply: oneshot::Sender<()>,
+    },
 }
 
 /// The writer thread's own state.
@@ -64,18 +77,37 @@ pub struct Writer {
     config: SpoolConfig,
     /// The segment being appended to.
     active: Option<File>,
+    /// A segment holding bytes of a failed write past its committed length
+    /// (the cut back failed): no append is taken until it is cut back, so
+    /// a record answered 503 is never replayed after a restart.
+    torn: Option<(std::path::PathBuf, u64)>,
 }
 
 impl Writer {
     /// A writer for `shared`; it opens a new segment at its first append
     /// (never appending to a segment a previous process may have torn).
     pub fn new(shared: Arc<Shared>, config: SpoolConfig) -> Self {
-        Self { shared, config, active: None }
+        Self { shared, config, active: None, torn: None }
     }
 
     /// Serves commands until every sender is gone.
     pub fn run(mut self, commands: Receiver<Command>) {
-        while let Ok(first) = commands.recv() {
+        loop {
+            let first = if self.shared.write_failing.load(Ordering::SeqCst) {
+                match commands.recv_timeout(PROBE_EVERY) {
+                    Ok(command) => command,
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                        self.probe();
+                        continue;
+                    }
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+                }
+            } else {
+                match commands.recv() {
+                    Ok(command) => command,
+                    Err(_) => return,
+                }
+            };
             let mut group = vec![first];
             while group.len() < MAX_GROUP {
                 match commands.try_recv() {
@@ -91,6 +123,11 @@ impl Writer {
                         self.commit(std::mem::take(&mut appends));
                         let _ = reply.send(self.drain(through));
                     }
+                    Command::Damaged { first_seq, reply } => {
+                        self.commit(std::mem::take(&mut appends));
+                        self.seal_damaged(first_seq);
+                        let _ = reply.send(());
+                    }
                 }
             }
             self.commit(appends);
@@ -102,11 +139,18 @@ impl Writer {
         if appends.is_empty() {
             return;
         }
+        if let Err(error) = self.cut_back_torn() {
+            for append in appends {
+                let _ = append.reply.send(Err(error.clone()));
+            }
+            return;
+        }
         let now = now_ms();
         let group = self.frame(appends, now);
         let Some(first) = group.answers.first().map(|(range, _)| range.start) else { return };
         let started = std::time::Instant::now();
         let written = self.write(&group.buf, first);
+        self.shared.write_failing.store(written.is_err(), Ordering::SeqCst);
         self.timed(started.elapsed(), group.answers.len());
         if written.is_ok() && !group.pending.is_empty() {
             let mut fates = self.shared.fates();
@@ -149,7 +193,7 @@ impl Writer {
             }
             let first = group.next;
             for body in &bodies {
-                format::frame(group.next, now, body, &mut group.buf);
+                format::frame_flagged(group.next, now, in_flight, body, &mut group.buf);
                 group.next += 1;
             }
             if in_flight {
@@ -160,12 +204,13 @@ impl Writer {
         group
     }
 
-    /// Makes the group visible to replay and metrics (sequence numbers are
-    /// used up even when the write failed: frames may be half on disk).
+    /// Makes the group visible to replay and metrics. A failed write was
+    /// cut back (or blocks appends until it is): its sequence numbers are
+    /// not used, and the segment stays the one appended to.
     fn publish(&mut self, next: u64, now: u64, buf: &[u8], written: bool) {
         let mut index = self.shared.index();
-        index.next_seq = next;
         if written {
+            index.next_seq = next;
             if let Some(active) = index.segments.back_mut().filter(|s| !s.sealed) {
                 active.len += buf.len() as u64;
             }
@@ -175,8 +220,6 @@ impl Writer {
             if started {
                 tracing::warn!(dir = %self.shared.dir.display(), "Spooling started: new records go to the local spool until replay catches up");
             }
-        } else if let Some(active) = index.segments.back_mut() {
-            active.sealed = true;
         }
     }
 
@@ -189,14 +232,23 @@ impl Writer {
         if roll || self.active.is_none() {
             self.start_segment(first_seq)?;
         }
-        let dir = self.shared.dir.clone();
-        let file = self.active.as_mut().ok_or_else(|| SpoolError::io(&dir, std::io::Error::other("no segment")))?;
+        let (path, committed) = {
+            let index = self.shared.index();
+            index.segments.back().map(|s| (s.path.clone(), s.len)).unwrap_or_default()
+        };
+        let file = self.active.as_mut().ok_or_else(|| SpoolError::io(&path, std::io::Error::other("no segment")))?;
         let outcome =
             file.write_all(buf).and_then(|()| if self.config.unsafe_skip_fsync { Ok(()) } else { file.sync_data() });
         if let Err(error) = outcome {
-            tracing::error!(%error, "Spool write failed; those requests get 503");
-            self.active = None;
-            return Err(SpoolError::io(&dir, error));
+            // All or nothing: what part of the group reached the disk is cut
+            // off again, so none of these records (answered 503) is replayed.
+            let cut = file.set_len(committed).and_then(|()| file.sync_data());
+            tracing::error!(%error, cut_back = cut.is_ok(), "Spool write failed; those requests get 503 and none of their records is kept");
+            if cut.is_err() {
+                self.active = None;
+                self.torn = Some((path.clone(), committed));
+            }
+            return Err(SpoolError::io(&path, error));
         }
         Ok(())
     }
@@ -207,17 +259,25 @@ impl Writer {
         let path = segment_path(&self.shared.dir, first_seq);
         let mut file =
             File::options().create_new(true).append(true).open(&path).map_err(|e| SpoolError::io(&path, e))?;
-        file.write_all(format::SEGMENT_HEADER).map_err(|e| SpoolError::io(&path, e))?;
-        if !self.config.unsafe_skip_fsync {
-            file.sync_all().map_err(|e| SpoolError::io(&path, e))?;
-            File::open(&self.shared.dir).and_then(|d| d.sync_all()).map_err(|e| SpoolError::io(&path, e))?;
+        let ready = file.write_all(format::SEGMENT_HEADER).and_then(|()| {
+            if self.config.unsafe_skip_fsync {
+                return Ok(());
+            }
+            file.sync_all()?;
+            File::open(&self.shared.dir).and_then(|d| d.sync_all())
+        });
+        if let Err(error) = ready {
+            // No empty segment left behind per failed attempt.
+            drop(file);
+            let _ = std::fs::remove_file(&path);
+            return Err(SpoolError::io(&path, error));
         }
         let mut index = self.shared.index();
         if let Some(last) = index.segments.back_mut() {
             last.sealed = true;
         }
         let len = format::SEGMENT_HEADER.len() as u64;
-        index.segments.push_back(Segment { path, first_seq, len, sealed: false });
+        index.segments.push_back(Segment { path, first_seq, len, sealed: false, damaged: false });
         self.active = Some(file);
         Ok(())
     }
@@ -230,13 +290,12 @@ impl Writer {
         }
         self.active = None;
         for segment in index.segments.drain(..) {
-            if let Err(error) = std::fs::remove_file(&segment.path) {
-                tracing::warn!(%error, segment = %segment.path.display(), "Cannot delete a replayed spool segment");
-            }
+            self.shared.retire(&segment);
         }
         index.groups.clear();
         index.replayed_through = through;
         self.shared.spooling.store(false, Ordering::SeqCst);
+        self.shared.end_handover();
         tracing::info!(through, "Spooling ended: every spooled record is in Kafka; producing directly again");
         true
     }
