@@ -118,3 +118,58 @@ async fn soak_run() {
     top.stop().await;
     assert!(answers.get("200").copied().unwrap_or(0) > 0, "soak: no request was answered 200: {answers:?}");
 }
+
+/// The checker can fail: a synthetic history with one lost id, one stored
+/// twice, one key out of order and one stored after a 400 is judged so, and
+/// the same history with the faults removed passes. Needs no broker.
+#[test]
+fn the_checker_finds_loss_duplicates_disorder_and_refused_events() {
+    use std::collections::HashMap;
+
+    use nemesis_harness::checker::{Copy, check};
+    use nemesis_harness::history::{Kind, Log, Request};
+
+    let request = |ids: &[&str], key: &str, (start, end): (f64, f64), status: u16| Request {
+        client: "sdk0".into(),
+        kind: Kind::Sdk,
+        key: key.into(),
+        attempt: 1,
+        ids: ids.iter().map(|s| (*s).to_owned()).collect(),
+        start,
+        end,
+        status,
+        code: String::new(),
+        outcomes: if status == 200 { vec!["accepted".into(); ids.len()] } else { Vec::new() },
+    };
+    let log = Log {
+        requests: vec![
+            request(&["r-a"], "k1", (0.0, 1.0), 200),
+            request(&["r-b"], "k1", (2.0, 3.0), 200),
+            request(&["r-c"], "k2", (0.0, 1.0), 200),
+            request(&["r-d"], "k2", (0.0, 1.0), 400),
+            request(&["r-e"], "k2", (0.0, 1.0), 503),
+        ],
+        faults: Vec::new(),
+    };
+    let at = |offset: i64| Copy { topic: "web.tracking".into(), partition: 0, offset };
+    let good: HashMap<String, Vec<Copy>> =
+        [("r-a", vec![at(1)]), ("r-b", vec![at(2)]), ("r-c", vec![at(3)]), ("r-e", vec![at(4)])]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+    let v = check(&log, &good, 0.0);
+    assert!(v.passed(), "{v:?}");
+    assert_eq!(v.unacked_stored.get("503"), Some(&1), "a 503 that landed is allowed and counted");
+
+    let mut bad = good.clone();
+    bad.insert("r-a".into(), vec![at(5)]); // acknowledged before r-b was sent, stored after it
+    bad.insert("r-b".into(), vec![at(2), at(6)]); // twice
+    bad.remove("r-c"); // lost
+    bad.insert("r-d".into(), vec![at(7)]); // stored after a 400
+    let v = check(&log, &bad, 0.0);
+    assert!(!v.passed());
+    assert_eq!(v.lost, vec!["r-c".to_owned()]);
+    assert_eq!(v.duplicated, vec!["r-b".to_owned()]);
+    assert_eq!(v.order_violations.len(), 1, "{:?}", v.order_violations);
+    assert_eq!(v.refused_stored, vec!["r-d".to_owned()]);
+}

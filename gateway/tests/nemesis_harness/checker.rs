@@ -184,7 +184,10 @@ fn order(topic: &str, key: &str, events: &mut [(f64, f64, i32, i64, String)]) ->
         }
         let (p, o, id) = &best[before - 1];
         if *p != e.2 || *o > e.3 {
-            out.push(format!("{topic} key {key}: {} at {}/{} stored before {id} at {p}/{o}, acked earlier", e.4, e.2, e.3));
+            out.push(format!(
+                "{topic} key {key}: {} at {}/{} stored before {id} at {p}/{o}, acked earlier",
+                e.4, e.2, e.3
+            ));
         }
     }
     out
@@ -207,12 +210,8 @@ fn diagnose(id: &str, log: &Log, stored: &HashMap<String, Vec<Copy>>, t0: f64) -
         .filter(|f: &&Fault| f.start <= to + 10.0 && f.end >= from - 10.0)
         .map(|f| format!("{} {} {:.1}-{:.1} s", f.kind, f.target, f.start - t0, f.end - t0))
         .collect();
-    let copies: Vec<String> = stored
-        .get(id)
-        .into_iter()
-        .flatten()
-        .map(|c| format!("{}/{}@{}", c.topic, c.partition, c.offset))
-        .collect();
+    let copies: Vec<String> =
+        stored.get(id).into_iter().flatten().map(|c| format!("{}/{}@{}", c.topic, c.partition, c.offset)).collect();
     format!(
         "`{id}` (client {}): attempts [{}]; stored [{}]; faults within 10 s: [{}]",
         tries.first().map_or("?", |r| r.client.as_str()),

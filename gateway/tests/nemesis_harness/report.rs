@@ -23,7 +23,11 @@ pub fn summary(log: &Log, v: &Verdict, seed: u64, minutes: f64, settled_secs: f6
         e.1 += f.end - f.start;
     }
     let join = |m: &BTreeMap<String, usize>| {
-        if m.is_empty() { "none".to_owned() } else { m.iter().map(|(k, n)| format!("{k}: {n}")).collect::<Vec<_>>().join(", ") }
+        if m.is_empty() {
+            "none".to_owned()
+        } else {
+            m.iter().map(|(k, n)| format!("{k}: {n}")).collect::<Vec<_>>().join(", ")
+        }
     };
     let mut s = String::new();
     let verdict = if v.passed() { "PASS" } else { "FAIL" };
@@ -46,8 +50,7 @@ pub fn summary(log: &Log, v: &Verdict, seed: u64, minutes: f64, settled_secs: f6
     let _ = writeln!(s, "| **stored after a 4xx refusal** | **{}** |", v.refused_stored.len());
     let _ = writeln!(s, "| **unexpected 200 outcomes** | **{}** |", join(&v.odd_outcomes));
     let _ = writeln!(s, "| stored, never sent | {} |", v.foreign);
-    let faults: Vec<String> =
-        by_kind.iter().map(|(k, (n, secs))| format!("{k}: {n} ({secs:.0} s)")).collect();
+    let faults: Vec<String> = by_kind.iter().map(|(k, (n, secs))| format!("{k}: {n} ({secs:.0} s)")).collect();
     let _ = writeln!(s, "| faults injected (count, total time) | {} |", faults.join(", "));
     let _ = writeln!(s, "| cluster settled before the read-back | {settled_secs:.1} s |");
     if !v.diagnoses.is_empty() {
@@ -89,7 +92,8 @@ pub fn write_timeline(log: &Log, t0: f64, dir: &Path) -> std::io::Result<()> {
     let lanes = ["broker", "gateway", "net", "redis", "disk", "clock"];
     let mut f = String::from("# lane\tstart\tend\tkind\ttarget\n");
     for fault in &log.faults {
-        let lane = lanes.iter().position(|l| fault.kind.starts_with(l) || fault.kind == "leader-move" && *l == "broker");
+        let lane =
+            lanes.iter().position(|l| fault.kind.starts_with(l) || fault.kind == "leader-move" && *l == "broker");
         let _ = writeln!(
             f,
             "{}\t{:.1}\t{:.1}\t{}\t{}",
