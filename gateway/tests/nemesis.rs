@@ -41,7 +41,7 @@ async fn nemesis_run() {
         let targets = top.targets(&s);
         futures::join!(
             clients::run(load, s.seed, run.clone(), url, history.clone()),
-            faults::run(plan, targets, started, &history)
+            faults::run(plan, targets, (started, started + s.run_for), &history)
         );
     }
     eprintln!("nemesis: load and faults over after {:.0} s; draining the spools", started.elapsed().as_secs_f64());

@@ -91,8 +91,10 @@ impl Topology {
     }
 }
 
-/// Runs every lane of the plan from `started`; returns when all healed.
-pub async fn run(plan: Vec<Vec<Planned>>, t: Targets<'_>, started: Instant, history: &History) {
+/// Runs every lane of the plan from `started`; returns when all healed. A
+/// fault whose lane ran late (a rolling restart takes half a minute) is
+/// skipped once `stop` passed: the load ends then, and so do the faults.
+pub async fn run(plan: Vec<Vec<Planned>>, t: Targets<'_>, (started, stop): (Instant, Instant), history: &History) {
     let Targets { cluster, proxies, gateways, balancer, spool_dirs, clock_file } = t;
     let mut gateways = Some(gateways);
     let lanes = plan.into_iter().map(|lane| {
@@ -103,6 +105,10 @@ pub async fn run(plan: Vec<Vec<Planned>>, t: Targets<'_>, started: Instant, hist
             for p in lane {
                 let wait = (started + p.at).saturating_duration_since(Instant::now());
                 sleep(wait).await;
+                if Instant::now() >= stop {
+                    eprintln!("nemesis: {} at {:?} skipped: its lane ran past the end of the load", p.kind, p.at);
+                    continue;
+                }
                 let start = now();
                 let target = match p.kind {
                     "broker-kill9" => broker_kill9(cluster, p.target % 3 + 1, p.hold).await,
