@@ -51,15 +51,17 @@ async fn nemesis_run() {
     let (stored, settled) = checker::read_back(&top.cluster.brokers(), &run).await;
     history.write(&s.out).expect("history");
     save_logs(&top, &s.out);
-    let log = history.0.borrow();
-    let verdict = checker::check(&log, &stored, t0);
-    let minutes = s.run_for.as_secs_f64() / 60.0;
-    let summary = report::summary(&log, &verdict, s.seed, minutes, settled.as_secs_f64());
-    report::write_timeline(&log, t0, &s.out).expect("timeline");
-    std::fs::write(s.out.join("summary.md"), &summary).expect("summary");
-    std::fs::write(s.out.join("order-violations.txt"), verdict.order_violations.join("\n")).expect("violations");
-    eprintln!("{summary}");
-    drop(log);
+    let (verdict, summary) = {
+        let log = history.0.borrow();
+        let verdict = checker::check(&log, &stored, t0);
+        let minutes = s.run_for.as_secs_f64() / 60.0;
+        let summary = report::summary(&log, &verdict, s.seed, minutes, settled.as_secs_f64());
+        report::write_timeline(&log, t0, &s.out).expect("timeline");
+        std::fs::write(s.out.join("summary.md"), &summary).expect("summary");
+        std::fs::write(s.out.join("order-violations.txt"), verdict.order_violations.join("\n")).expect("violations");
+        eprintln!("{summary}");
+        (verdict, summary)
+    };
     top.stop().await;
     assert!(verdict.passed(), "nemesis: the history does not check out (see {}):\n{summary}", s.out.display());
 }

@@ -108,10 +108,13 @@ fn stories(requests: &[Request]) -> HashMap<String, Story> {
     out
 }
 
+/// One acknowledged event of a key: answered at, sent at, partition, offset, id.
+type Acked = (f64, f64, i32, i64, String);
+
 pub fn check(log: &Log, stored: &HashMap<String, Vec<Copy>>, t0: f64) -> Verdict {
     let stories = stories(&log.requests);
     let mut v = Verdict { sent: stories.len(), ..Verdict::default() };
-    let mut by_key: HashMap<(String, String), Vec<(f64, f64, i32, i64, String)>> = HashMap::new();
+    let mut by_key: HashMap<(String, String), Vec<Acked>> = HashMap::new();
     for (id, s) in &stories {
         let copies = stored.get(id).map_or(&[][..], Vec::as_slice);
         if copies.len() > 1 {

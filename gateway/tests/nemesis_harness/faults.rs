@@ -237,7 +237,7 @@ async fn disk_full(dir: &Path, hold: Duration) -> String {
 /// Steps gateway 3's wall clock (libfaketime) forward or back, then back to true time.
 async fn clock_step(file: &Path, p: &Planned) -> String {
     let secs = 30 + (p.target % 570) as i64;
-    let step = if p.target % 2 == 0 { secs } else { -secs };
+    let step = if p.target.is_multiple_of(2) { secs } else { -secs };
     std::fs::write(file, format!("{step:+}\n")).expect("nemesis: clock file");
     sleep(p.hold).await;
     std::fs::write(file, "+0\n").expect("nemesis: clock file");
