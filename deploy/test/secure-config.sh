@@ -14,7 +14,10 @@ cd "$REPO_ROOT"
 
 DIR="$STATE_DIR/image/secure-$$"
 rm -rf "$DIR"
-mkdir -p "$DIR"/{tls,jwt,user-keys}
+mkdir -p "$DIR"/{tls,jwt,user-keys,erased-users}
+# The key store's first master key, as `gateway keys rotate` writes it: the
+# Secret is read-only in the pod, so the gateway must not need to write there.
+head -c 32 /dev/urandom >"$DIR/user-keys/1"
 openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=eventgw -days 1 \
     -keyout "$DIR/tls/tls.key" -out "$DIR/tls/tls.crt" 2>/dev/null
 openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$DIR/issuer.key" 2>/dev/null
@@ -25,6 +28,7 @@ scripts/helm template eventgw deploy/helm/eventgw --kube-version 1.34.3 \
     -f deploy/helm/ci/values-secure.yaml >"$DIR/manifest.yaml" 2>/dev/null
 python3 deploy/test/pod_from_chart.py "$DIR/manifest.yaml" "$DIR/pod" \
     --secret-dir tls="$DIR/tls" --secret-dir jwt-keys="$DIR/jwt" --secret-dir user-keys="$DIR/user-keys" \
+    --secret-dir erased-users="$DIR/erased-users" \
     --secret EVENTGW__SOURCES__0__WRITE_KEY="secure-write-key-$$" \
     --secret EVENTGW__DEDUPE__REDIS_URL="redis://:password@127.0.0.1:6390/0" \
     --secret EVENTGW__JWT__ISSUERS__0__KEYS__0__SECRET="$(openssl rand -hex 32)" \

@@ -25,7 +25,7 @@ pub struct Features {
     pub privacy: String,
     /// `off`, or how many JWT issuers are trusted.
     pub jwt: String,
-    /// `http/1.1+h2c` in the clear, `https http/1.1` with TLS.
+    /// `http/1.1+h2c` in the clear, `https h2+http/1.1` with TLS (ALPN).
     pub http: String,
     /// The quotas configured (`source ip auth_failures`) and the IPv6 key
     /// prefix; `none` when none.
@@ -82,7 +82,7 @@ impl Features {
                 0 => "off".to_owned(),
                 n => format!("{n} issuer(s)"),
             },
-            http: if config.server.tls.is_some() { "https http/1.1" } else { "http/1.1+h2c" }.to_owned(),
+            http: if config.server.tls.is_some() { "https h2+http/1.1" } else { "http/1.1+h2c" }.to_owned(),
             quotas,
             client_ip: format!(
                 "{} trusted proxies, anonymised: {}",

@@ -15,8 +15,10 @@ pub struct PrivacyConfig {
     /// this many hours, so one address hashes alike within a period (daily
     /// unique visitors) and differently across periods (no long profile).
     pub ip_salt_rotation_hours: u64,
-    /// Directory of per-user encryption keys (`encrypt` fields); deleting a
-    /// user's file forgets them. Relative to the configuration file.
+    /// The key store of `encrypt` fields: `master/<generation>` keys from
+    /// which each user's key is derived (nothing is stored per user) and
+    /// `erased/` users (`gateway keys rotate|forget`). Relative to the
+    /// configuration file.
     pub user_keys_dir: Option<PathBuf>,
     /// File of suppressed `userId`s / `anonymousId`s, one a line; re-read on
     /// change and on SIGHUP. Relative to the configuration file.

@@ -176,9 +176,17 @@ spec:
         secretName: {{ required "tls.secretName: a kubernetes.io/tls Secret" .Values.tls.secretName }}
     {{- end }}
     {{- if .Values.encryption.userKeysSecret }}
+    # The key store's master keys (one Secret key per generation: `1`, `2`, ...)
+    # and its erased users (one Secret key per erasure, written by
+    # `gateway keys forget`; optional, so an absent Secret is an empty list).
+    # Both read-only: clients can make the gateway store nothing here.
     - name: user-keys
       secret:
         secretName: {{ .Values.encryption.userKeysSecret }}
+    - name: erased-users
+      secret:
+        secretName: {{ .Values.encryption.erasedUsersSecret | default (printf "%s-erased" .Values.encryption.userKeysSecret) }}
+        optional: true
     {{- end }}
     {{- range .Values.secretFiles }}
     - name: {{ .name }}
@@ -237,7 +245,10 @@ capabilities:
 {{- end }}
 {{- if .Values.encryption.userKeysSecret }}
 - name: user-keys
-  mountPath: /etc/eventgw/user-keys
+  mountPath: /etc/eventgw/user-keys/master
+  readOnly: true
+- name: erased-users
+  mountPath: /etc/eventgw/user-keys/erased
   readOnly: true
 {{- end }}
 {{- range .Values.secretFiles }}
