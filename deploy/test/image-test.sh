@@ -52,7 +52,6 @@ cleanup() { podman_cmd rm -f "$NAME" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 since_ms=$(( $(date +%s) * 1000 - 1000 ))
 podman_cmd run -d --name "$NAME" --network host --read-only --env-file "$POD/env" "${MOUNTS[@]}" \
-    --health-cmd "[\"/usr/bin/curl\",\"-fsS\",\"-o\",\"/dev/null\",\"--max-time\",\"2\",\"http://127.0.0.1:$PORT/healthz\"]" \
     "$IMAGE" serve 2>&1 >/dev/null | grep -v 'systemd connection' >&2 || true
 # (No systemd here to time the health check: `podman healthcheck run` below runs it.)
 for _ in $(seq 1 100); do
@@ -68,10 +67,18 @@ uid="$(awk '/^Uid:/ {print $2}' "/proc/$pid/status")"
 [ "$uid" = "10001" ] || fail "the gateway runs as uid $uid, not 10001"
 root_opts="$(awk '$5 == "/" {print $6}' "/proc/$pid/mountinfo" | tail -1)"
 case ",$root_opts," in *,ro,*) ;; *) fail "root filesystem mounted $root_opts, not ro" ;; esac
-if podman_cmd exec "$NAME" /usr/bin/curl -fsS -o /etc/eventgw/written file:///etc/passwd 2>/dev/null; then
+# A real write attempt from inside: the key store creates its directory.
+if written="$(podman_cmd exec -e EVENTGW__PRIVACY__USER_KEYS_DIR=/etc/eventgw/written "$NAME" \
+    /usr/local/bin/gateway keys rotate 2>&1)"; then
     fail "the container could write /etc/eventgw"
 fi
+grep -q 'Read-only file system' <<<"$written" || fail "the write to /etc failed for another reason: $written"
+# The image's HEALTHCHECK (`gateway healthcheck`, the container's own
+# configuration, so the test's port) passes, and fails where nothing listens.
 podman_cmd healthcheck run "$NAME" >/dev/null || fail "the image's health check failed"
+if podman_cmd exec -e EVENTGW__SERVER__LISTEN=127.0.0.1:1 "$NAME" /usr/local/bin/gateway healthcheck >/dev/null 2>&1; then
+    fail "the health check passed with nothing listening"
+fi
 echo "uid $uid, root mount $root_opts, writing /etc refused, health check healthy"
 
 log "one event in, read back from $TOPIC"

@@ -1,9 +1,11 @@
-//! `gateway [serve|topics|check-config|spool|keys] [--config FILE]`: reads the
+//! `gateway [serve|topics|check-config|healthcheck|spool|keys] [--config FILE]`: reads the
 //! arguments and the configuration, sets up logging, binds the listener
 //! and hands over to [`gateway::run`].
 
-use std::net::TcpListener;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Context;
 use gateway::config::Config;
@@ -47,6 +49,9 @@ enum Command {
     Topics,
     /// Load the configuration and the catalog, then exit.
     CheckConfig,
+    /// Exit 0 when the gateway of this configuration answers `/healthz`
+    /// (a container's health check: the image needs no curl).
+    Healthcheck,
     /// Status, inspect or replay of the local spool.
     #[command(subcommand)]
     Spool(SpoolCommand),
@@ -72,6 +77,9 @@ fn main() -> anyhow::Result<()> {
     if let Command::Keys(keys) = command {
         return gateway::privacy::keys_cli::main(keys, &config);
     }
+    if let Command::Healthcheck = command {
+        return healthcheck(config.server.listen, config.server.tls.is_some());
+    }
     let runtime = actix_web::rt::System::new();
     runtime.block_on(command_for(command, config))
 }
@@ -90,11 +98,42 @@ async fn command_for(command: Command, config: Config) -> anyhow::Result<()> {
             println!("created {} topic(s): {}", created.len(), created.join(", "));
             Ok(())
         }
-        Command::Serve | Command::Spool(_) | Command::Keys(_) => {
+        Command::Serve | Command::Spool(_) | Command::Keys(_) | Command::Healthcheck => {
             let listen = config.server.listen;
             let listener = TcpListener::bind(listen).with_context(|| format!("cannot listen on {listen}"))?;
             let signals = gateway::run::os_signals().context("cannot listen for signals")?;
             Ok(gateway::run(config, listener, signals).await?)
         }
     }
+}
+
+/// How long the health check waits for each step: under the probe timeouts
+/// of the image (3 s) and the chart.
+const HEALTHCHECK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// `GET /healthz` on the configured listener (its loopback address when it
+/// listens on every address). With TLS it only checks that the listener
+/// accepts a connection: liveness is "the process serves", and a TLS
+/// client here would cost the image more than it proves.
+fn healthcheck(listen: SocketAddr, tls: bool) -> anyhow::Result<()> {
+    let mut addr = listen;
+    if addr.ip().is_unspecified() {
+        addr.set_ip(if addr.is_ipv4() { [127, 0, 0, 1].into() } else { std::net::Ipv6Addr::LOCALHOST.into() });
+    }
+    let mut stream = TcpStream::connect_timeout(&addr, HEALTHCHECK_TIMEOUT)
+        .with_context(|| format!("unhealthy: nothing accepts connections on {addr}"))?;
+    if tls {
+        println!("healthy: {addr} accepts connections (TLS: the connection only)");
+        return Ok(());
+    }
+    stream.set_read_timeout(Some(HEALTHCHECK_TIMEOUT))?;
+    stream.set_write_timeout(Some(HEALTHCHECK_TIMEOUT))?;
+    stream.write_all(format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())?;
+    let mut head = [0_u8; 64];
+    let read = stream.read(&mut head).with_context(|| format!("unhealthy: {addr} did not answer /healthz"))?;
+    let status = String::from_utf8_lossy(&head[..read]);
+    let status = status.lines().next().unwrap_or_default();
+    anyhow::ensure!(status.split(' ').nth(1) == Some("200"), "unhealthy: /healthz answered {status:?}");
+    println!("healthy: {addr} /healthz answered 200");
+    Ok(())
 }
