@@ -129,7 +129,7 @@ impl Config {
                 return Err((key, "per_second must be above 0 and burst at least 1".into()));
             }
         }
-        if !(1..=crate::quota::MAX_IPV6_PREFIX_LEN).contains(&quotas.ipv6_prefix_len) {
+        if !(1..=super::quota::MAX_IPV6_PREFIX_LEN).contains(&quotas.ipv6_prefix_len) {
             return Err(("quotas.ipv6_prefix_len", "must be between 1 and 128 (the full address)".into()));
         }
         for proxy in &self.enrichment.trusted_proxies {

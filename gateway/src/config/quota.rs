@@ -53,8 +53,14 @@ impl Default for QuotaConfig {
     }
 }
 
+/// The default IPv6 prefix length: the /64 every subscriber gets at least.
+pub const DEFAULT_IPV6_PREFIX_LEN: u8 = 64;
+
+/// Longest IPv6 prefix: the full address.
+pub const MAX_IPV6_PREFIX_LEN: u8 = 128;
+
 fn default_ipv6_prefix_len() -> u8 {
-    crate::quota::DEFAULT_IPV6_PREFIX_LEN
+    DEFAULT_IPV6_PREFIX_LEN
 }
 
 fn default_cleanup_secs() -> u64 {

@@ -9,11 +9,7 @@
 
 use std::net::{IpAddr, Ipv6Addr};
 
-/// The default IPv6 prefix length: the /64 every subscriber gets at least.
-pub const DEFAULT_IPV6_PREFIX_LEN: u8 = 64;
-
-/// Longest IPv6 prefix: the full address.
-pub const MAX_IPV6_PREFIX_LEN: u8 = 128;
+pub use crate::config::quota::{DEFAULT_IPV6_PREFIX_LEN, MAX_IPV6_PREFIX_LEN};
 
 /// The address that stands for `ip` in per-address limits.
 pub fn client_key(ip: IpAddr, ipv6_prefix_len: u8) -> IpAddr {
