@@ -22,27 +22,9 @@ use faults_harness::load::{self, Load};
 use faults_harness::proxy::{Mode, Proxy};
 use faults_harness::reconcile::{read_back, reconcile};
 use faults_harness::{run_id, sleep};
-use gateway::sink::spool::{SEGMENT_HEADER, scan};
-use spool_support::{Beacons, Healed, beacons, borrowed, settle, spool_dir, spool_env, spool_status, wait_drained};
-
-/// Event ids of the valid records of a segment file.
-fn ids(path: &Path) -> HashSet<String> {
-    let bytes = std::fs::read(path).unwrap_or_default();
-    let Some(body) = bytes.get(SEGMENT_HEADER.len()..) else { return HashSet::new() };
-    let found = scan(body, SEGMENT_HEADER.len() as u64).records;
-    found.into_iter().filter_map(|r| r.headers.into_iter().find(|(k, _)| k == "event-id").map(|(_, v)| v)).collect()
-}
-
-fn segments(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .expect("spool dir")
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "seg"))
-        .collect();
-    files.sort();
-    files
-}
+use spool_support::{
+    Beacons, Healed, beacons, borrowed, ids, segments, settle, spool_dir, spool_env, spool_status, wait_drained,
+};
 
 async fn metrics(url: &str) -> String {
     reqwest::get(format!("{url}/metrics")).await.expect("metrics").text().await.expect("text")
@@ -138,7 +120,7 @@ impl Drop for SmallDisk {
 
 /// The spool's record count as `/metrics` gives it (`eventgw_spool_records`).
 async fn spool_records(url: &str) -> u64 {
-    let text = reqwest::get(format!("{url}/metrics")).await.expect("metrics").text().await.expect("metrics text");
+    let text = metrics(url).await;
     let line = text.lines().find(|l| l.starts_with("eventgw_spool_records ")).expect("eventgw_spool_records");
     line.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()).expect("a number") as u64
 }

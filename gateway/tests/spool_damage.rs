@@ -20,27 +20,7 @@ use faults_harness::cluster::Cluster;
 use faults_harness::gateway_process::GatewayProcess;
 use faults_harness::reconcile::{read_back, reconcile};
 use faults_harness::{run_id, sleep};
-use gateway::sink::spool::{SEGMENT_HEADER, scan};
-use spool_support::{Beacons, beacons, borrowed, spool_dir, spool_env, wait_drained};
-
-/// Event ids of the valid records of a segment file.
-fn ids(path: &std::path::Path) -> HashSet<String> {
-    let bytes = std::fs::read(path).expect("segment");
-    let body = &bytes[SEGMENT_HEADER.len()..];
-    let found = scan(body, SEGMENT_HEADER.len() as u64).records;
-    found.into_iter().filter_map(|r| r.headers.into_iter().find(|(k, _)| k == "event-id").map(|(_, v)| v)).collect()
-}
-
-fn segments(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .expect("spool dir")
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "seg"))
-        .collect();
-    files.sort();
-    files
-}
+use spool_support::{Beacons, beacons, borrowed, ids, segments, spool_dir, spool_env, wait_drained};
 
 #[actix_web::test]
 #[ignore = "starts its own broker; run by scripts/faults and scripts/test"]

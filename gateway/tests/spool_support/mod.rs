@@ -4,11 +4,12 @@
 //! order check over what Kafka holds.
 #![allow(dead_code, missing_docs)]
 
-use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use gateway::sink::spool::{SEGMENT_HEADER, scan};
 use serde_json::{Value, json};
 
 use crate::faults_harness::gateway_process::GatewayProcess;
@@ -371,4 +372,23 @@ pub async fn warm_up(url: &str, users: usize) {
     if spool_status(url).await.is_some() {
         wait_drained(url, Duration::from_secs(60)).await;
     }
+}
+
+/// Event ids of the valid records of a segment file.
+pub fn ids(path: &Path) -> HashSet<String> {
+    let bytes = std::fs::read(path).unwrap_or_default();
+    let Some(body) = bytes.get(SEGMENT_HEADER.len()..) else { return HashSet::new() };
+    let found = scan(body, SEGMENT_HEADER.len() as u64).records;
+    found.into_iter().filter_map(|r| r.headers.into_iter().find(|(k, _)| k == "event-id").map(|(_, v)| v)).collect()
+}
+
+pub fn segments(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .expect("spool dir")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "seg"))
+        .collect();
+    files.sort();
+    files
 }
