@@ -11,8 +11,8 @@ use std::time::Duration;
 use actix_web::dev::ServerHandle;
 use futures::{Stream, StreamExt};
 
-use crate::AppState;
 use crate::config::Config;
+use crate::state::AppState;
 use crate::tls::CertificateStore;
 
 /// What the outside world asks of a running gateway.
@@ -29,7 +29,7 @@ pub enum Signal {
 pub enum RunError {
     /// The state could not be built (catalog, sources, producer, spool).
     #[error(transparent)]
-    Startup(#[from] crate::StartupError),
+    Startup(#[from] crate::state::StartupError),
     /// The Schema Registry ids could not be loaded.
     #[error("schema registry: {0}")]
     Registry(#[from] crate::registry::RegistryError),
@@ -52,7 +52,7 @@ pub async fn run(
     signals: impl Stream<Item = Signal> + Unpin + 'static,
 ) -> Result<(), RunError> {
     let state = Arc::new(AppState::serving(config)?);
-    crate::registry::start(&state).await?;
+    state.load_schema_ids().await?;
     run_state(state, listener, signals).await
 }
 
@@ -115,7 +115,7 @@ pub async fn reload(state: &AppState, tls: Option<&CertificateStore>) {
     };
     let outcome =
         Config::load(path).map_err(|e| e.to_string()).and_then(|c| state.reload(&c).map_err(|e| e.to_string()));
-    crate::registry::refresh(state).await;
+    state.refresh_schema_ids().await;
     let label = if outcome.is_ok() { "applied" } else { "refused" };
     match outcome {
         Ok(()) => tracing::info!(file = %path.display(), "Configuration reloaded: sources, keys, issuers and quotas"),

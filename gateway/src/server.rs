@@ -16,11 +16,11 @@ use actix_web::http::{Method, Version, header};
 use actix_web::{App, HttpMessage, HttpResponse, HttpServer, ResponseError, web};
 use futures::future::{FutureExt, LocalBoxFuture, ready};
 
-use crate::AppState;
 use crate::api;
 use crate::auth::Authenticated;
 use crate::cors;
 use crate::error::{ApiError, ErrorCode};
+use crate::state::AppState;
 use crate::tls::CertificateStore;
 
 /// Starts serving on `listener`, over HTTPS when `[server.tls]` is set. The

@@ -198,3 +198,43 @@ fn the_architecture_doc_names_every_module_and_its_leaves_are_leaves() {
         assert_eq!(uses, &BTreeSet::new(), "`{leaf}` must use nothing of the crate (docs/architecture.md)");
     }
 }
+
+/// Items named at the crate root, `crate::AppState` or `crate::{x, AppState}`:
+/// the root declares modules and re-exports, so a module that needs the
+/// state names `crate::state` and the graph sees the arrow.
+fn root_items(text: &str) -> BTreeSet<String> {
+    uses(text).into_iter().filter(|name| name.starts_with(|c: char| c.is_ascii_uppercase())).collect()
+}
+
+#[test]
+fn the_crate_root_declares_modules_and_re_exports_only() {
+    let lib = std::fs::read_to_string(src().join("lib.rs")).expect("lib.rs");
+    let code = production_code(&lib);
+    let other: Vec<&str> = code
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("//!") && !l.starts_with("pub mod ") && !l.starts_with("pub use "))
+        .collect();
+    assert!(other.is_empty(), "lib.rs holds more than modules and re-exports: {other:?}");
+    let root = src();
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    let mut reaching = Vec::new();
+    for file in &files {
+        let text = production_code(&std::fs::read_to_string(file).expect("read source"));
+        for item in root_items(&text) {
+            reaching.push(format!("{} uses crate::{item}", file.strip_prefix(&root).expect("under src").display()));
+        }
+    }
+    assert_eq!(reaching, Vec::<String>::new(), "modules reaching the crate root for an item");
+    assert_eq!(root_items("use crate::{state::AppState, Clock};"), ["Clock".to_string()].into());
+}
+
+#[test]
+fn the_state_sits_below_every_stage() {
+    let graph = graph();
+    let above: Vec<&String> =
+        graph["state"].iter().filter(|m| ["stages", "api", "server", "run"].contains(&m.as_str())).collect();
+    assert!(above.is_empty(), "`state` uses modules above it: {above:?}");
+    assert!(graph["stages"].contains("state"), "the reader missed `stages` using `state`");
+}

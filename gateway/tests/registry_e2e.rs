@@ -148,7 +148,7 @@ async fn catalog_registered_records_framed_read_by_confluent_deserializer_cache_
     // The gateway frames records of the domain with the registry's id.
     let config = Config::load(&scratch.dir.join("gateway.toml")).expect("config");
     let gateway = common::TestGateway::start(config).await;
-    gateway::registry::start(&gateway.state).await.expect("schema ids load");
+    gateway.state.load_schema_ids().await.expect("schema ids load");
     let message_id = uuid::Uuid::new_v4().to_string();
     let event = json!({"type": "track", "event": "Alpha Done", "userId": "u7", "messageId": message_id, "properties": {"n": 42}});
     let (status, answer) = gateway.post("/v1/batch", &json!({"batch": [event]})).await;

@@ -6,10 +6,10 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 
-use crate::AppState;
 use crate::api::routes;
 use crate::error::ApiError;
 use crate::stages::{Request, admit, answer, authenticate, charge, decode, produce};
+use crate::state::AppState;
 use crate::wire::WireError;
 
 /// `POST /v1/batch` (also `/v1/b`, `/v1/import`, `/beacon/v1/batch`).

@@ -3,8 +3,8 @@
 use actix_web::{HttpResponse, web};
 use serde_json::json;
 
-use crate::AppState;
 use crate::error::ApiError;
+use crate::state::AppState;
 
 /// `GET /healthz`: the process answers.
 pub async fn healthz() -> HttpResponse {

@@ -2,7 +2,7 @@
 
 use actix_web::{HttpResponse, web};
 
-use crate::AppState;
+use crate::state::AppState;
 
 /// Renders every metric; the producer queue depth, its high-water mark,
 /// readiness (the same answer as `/readyz`, never waiting on Kafka) and the

@@ -6,9 +6,9 @@
 use actix_web::http::header::{CACHE_CONTROL, CONTENT_TYPE, EXPIRES, PRAGMA};
 use actix_web::{HttpRequest, HttpResponse, web};
 
-use crate::AppState;
 use crate::error::ApiError;
 use crate::stages::{Request, admit, answer, authenticate, charge, decode, produce};
+use crate::state::AppState;
 
 /// The smallest transparent 1x1 GIF (43 bytes).
 pub const GIF: &[u8] = &[

@@ -18,9 +18,9 @@ use actix_web::http::header::CACHE_CONTROL;
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::{Value, json};
 
-use crate::AppState;
 use crate::auth::{self, AuthError, Credentials, Principal};
 use crate::error::ApiError;
+use crate::state::AppState;
 
 /// `GET /v1/projects/{writeKey}/settings`.
 pub async fn segment(

@@ -19,7 +19,6 @@ use serde_json::{Map, Value, json};
 
 use super::super::clock::{EventTime, format_time};
 use super::super::{Admission, Planned, Verdict};
-use crate::AppState;
 use crate::config::Config;
 use crate::enrich::{ClientInfo, anonymize};
 use crate::enrichment::device::ClientHints;
@@ -27,6 +26,7 @@ use crate::enrichment::request::{EdgeRequest, Marks};
 use crate::enrichment::{BotPolicy, RequestFacts};
 use crate::privacy::IpPolicy;
 use crate::sink::MemorySink;
+use crate::state::AppState;
 
 thread_local! {
     /// Whether this thread's admissions enrich the old way.

@@ -18,7 +18,6 @@ use eventgw_schemas::{Catalog, WireFormat};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::AppState;
 use crate::config::RegistryConfig;
 
 // The client, the subject naming and the registered document are the
@@ -174,17 +173,21 @@ pub async fn load(config: Option<&RegistryConfig>, catalog: &Catalog) -> Result<
     }
 }
 
-/// Start-up, on the state: loads the ids and swaps them in.
-pub async fn start(state: &AppState) -> Result<(), RegistryError> {
-    let ids = load(state.config.registry.as_ref(), &state.catalog).await?;
-    state.schema_ids.store(std::sync::Arc::new(ids));
+/// Start-up: loads the ids of `catalog`'s framed schemas and swaps them into `ids`.
+pub async fn start(
+    config: Option<&RegistryConfig>,
+    catalog: &Catalog,
+    ids: &arc_swap::ArcSwap<SchemaIds>,
+) -> Result<(), RegistryError> {
+    let loaded = load(config, catalog).await?;
+    ids.store(std::sync::Arc::new(loaded));
     Ok(())
 }
 
 /// On reload: fetches the ids again; on any failure the running ones stay.
-pub async fn refresh(state: &AppState) {
-    let needed = framed(&state.catalog);
-    let Some(config) = state.config.registry.as_ref().filter(|_| !needed.is_empty()) else { return };
+pub async fn refresh(config: Option<&RegistryConfig>, catalog: &Catalog, ids_now: &arc_swap::ArcSwap<SchemaIds>) {
+    let needed = framed(catalog);
+    let Some(config) = config.filter(|_| !needed.is_empty()) else { return };
     let fetched = match RegistryClient::new(&config.url, Duration::from_millis(config.timeout_ms)) {
         Ok(client) => fetch(&client, &needed).await,
         Err(error) => Err(error),
@@ -194,7 +197,7 @@ pub async fn refresh(state: &AppState) {
             if let Err(error) = ids.write(&config.cache_file) {
                 tracing::warn!(file = %config.cache_file.display(), %error, "Cannot write the schema id cache");
             }
-            state.schema_ids.store(std::sync::Arc::new(ids));
+            ids_now.store(std::sync::Arc::new(ids));
             tracing::info!(schemas = needed.len(), "Schema ids refreshed from the registry");
         }
         Err(error) => tracing::warn!(%error, "Schema id refresh failed; keeping the running ids"),

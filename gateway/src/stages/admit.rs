@@ -8,13 +8,13 @@
 use chrono::{DateTime, Utc};
 
 use super::{Request, answer};
-use crate::AppState;
 use crate::auth::Principal;
 use crate::enrich::ClientInfo;
 use crate::enrichment::request::EdgeRequest;
 use crate::error::ApiError;
 use crate::pipeline::{self, Admission, Planned};
 use crate::registry::SchemaIds;
+use crate::state::AppState;
 use crate::telemetry::Metrics;
 use crate::wire::BatchRequest;
 

@@ -4,9 +4,9 @@
 //! spends one quota for a batch another refuses (see `Quotas::check_events`).
 
 use super::Request;
-use crate::AppState;
 use crate::auth::Principal;
 use crate::error::ApiError;
+use crate::state::AppState;
 
 /// Refuses with 503 while the producer's queue is above its high-water
 /// mark: a request Kafka cannot take now costs no body read, parse or

@@ -10,8 +10,8 @@ use base64::Engine;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use serde_json::Value;
 
-use crate::AppState;
 use crate::error::ApiError;
+use crate::state::AppState;
 use crate::wire::{self, BatchRequest, WireError};
 
 pub use crate::wire::{decode_batch as batch, decode_single as single};

@@ -30,12 +30,12 @@ use std::sync::Arc;
 
 use actix_web::HttpRequest;
 
-use crate::AppState;
 use crate::auth::{AuthState, Principal};
 use crate::enrich::ClientInfo;
 use crate::enrichment::RequestFacts;
 #[cfg(doc)]
 use crate::error::ApiError;
+use crate::state::AppState;
 
 /// What every stage of one request shares, built once when it arrives.
 pub struct Request<'s> {
@@ -82,9 +82,9 @@ impl<'s> Request<'s> {
 pub(crate) mod testing {
     use std::sync::Arc;
 
-    use crate::AppState;
     use crate::config::Config;
     use crate::sink::MemorySink;
+    use crate::state::AppState;
 
     /// The dev configuration, changed by `edit`, and its sink.
     pub fn state(edit: impl FnOnce(&mut Config)) -> (AppState, Arc<MemorySink>) {
