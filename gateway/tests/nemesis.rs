@@ -132,6 +132,7 @@ fn the_checker_finds_loss_duplicates_disorder_and_refused_events() {
     use nemesis_harness::history::{Kind, Log, Request};
 
     let request = |ids: &[&str], key: &str, (start, end): (f64, f64), status: u16| Request {
+        via: "gw1".into(),
         client: "sdk0".into(),
         kind: Kind::Sdk,
         key: key.into(),
@@ -174,4 +175,17 @@ fn the_checker_finds_loss_duplicates_disorder_and_refused_events() {
     assert_eq!(v.duplicated, vec!["r-b".to_owned()]);
     assert_eq!(v.order_violations.len(), 1, "{:?}", v.order_violations);
     assert_eq!(v.refused_stored, vec!["r-d".to_owned()]);
+
+    // A spooled event is ordered before later events through its own gateway,
+    // not before those another gateway stored direct (docs/spool.md).
+    let mut log = log;
+    log.requests[0].outcomes = vec!["spooled".into()];
+    let mut overtaken = good.clone();
+    overtaken.insert("r-a".into(), vec![at(5)]);
+    assert_eq!(check(&log, &overtaken, 0.0).order_violations.len(), 1, "same gateway: out of order");
+    log.requests[1].via = "gw2".into();
+    let v = check(&log, &overtaken, 0.0);
+    assert!(v.order_violations.is_empty(), "another gateway may overtake a spooled event: {v:?}");
+    log.requests[0].outcomes = vec!["accepted".into()];
+    assert_eq!(check(&log, &overtaken, 0.0).order_violations.len(), 1, "an event in Kafka is never overtaken");
 }

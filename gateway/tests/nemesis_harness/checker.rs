@@ -1,6 +1,11 @@
 //! The checker: reads every topic back and judges the whole history. No
 //! acknowledged event lost; no event stored twice; for each key, an event
-//! acknowledged before another was first sent is stored before it; every
+//! acknowledged before another was first sent is stored before it, as
+//! docs/spool.md promises it: an event answered `accepted` (or `duplicate`:
+//! already in Kafka) before any other of its key, an event answered
+//! `spooled` before the others that went through the same gateway (each
+//! gateway's spool keeps its own order; across gateways a spooled event can
+//! be overtaken by a later one sent direct through another); every
 //! answer consistent with what is stored (a definite refusal, 4xx, never
 //! stored; `503` and no answer may be either: the README says "on 503
 //! nothing may be assumed").
@@ -48,6 +53,8 @@ struct Story {
     first_sent: f64,
     acked: Option<f64>,
     outcome: String,
+    /// The gateway that acknowledged it.
+    via: String,
     last_status: u16,
     attempts: u32,
 }
@@ -102,14 +109,27 @@ fn stories(requests: &[Request]) -> HashMap<String, Story> {
             if r.ok() && s.acked.is_none() {
                 s.acked = Some(r.end);
                 s.outcome = r.outcomes.get(k).cloned().unwrap_or_else(|| "?".into());
+                s.via = r.via.clone();
             }
         }
     }
     out
 }
 
-/// One acknowledged event of a key: answered at, sent at, partition, offset, id.
-type Acked = (f64, f64, i32, i64, String);
+/// One acknowledged event of a key.
+#[derive(Debug, Clone)]
+struct Acked {
+    /// When it was answered 200.
+    at: f64,
+    /// When it was first sent.
+    sent: f64,
+    partition: i32,
+    offset: i64,
+    id: String,
+    /// Answered `spooled`: ordered only before events through the same gateway.
+    spooled: bool,
+    via: String,
+}
 
 pub fn check(log: &Log, stored: &HashMap<String, Vec<Copy>>, t0: f64) -> Verdict {
     let stories = stories(&log.requests);
@@ -130,13 +150,15 @@ pub fn check(log: &Log, stored: &HashMap<String, Vec<Copy>>, t0: f64) -> Verdict
                     other => *v.odd_outcomes.entry(other.to_owned()).or_default() += 1,
                 }
                 if let Some(c) = copies.first() {
-                    by_key.entry((c.topic.clone(), s.key.clone())).or_default().push((
+                    by_key.entry((c.topic.clone(), s.key.clone())).or_default().push(Acked {
                         at,
-                        s.first_sent,
-                        c.partition,
-                        c.offset,
-                        id.clone(),
-                    ));
+                        sent: s.first_sent,
+                        partition: c.partition,
+                        offset: c.offset,
+                        id: id.clone(),
+                        spooled: s.outcome == "spooled",
+                        via: s.via.clone(),
+                    });
                 } else {
                     v.lost.push(id.clone());
                 }
@@ -167,30 +189,45 @@ pub fn check(log: &Log, stored: &HashMap<String, Vec<Copy>>, t0: f64) -> Verdict
 }
 
 /// Pairs (A, B) of one key where A was acknowledged before B was first sent
-/// yet B is stored first (or on another partition).
-fn order(topic: &str, key: &str, events: &mut [(f64, f64, i32, i64, String)]) -> Vec<String> {
-    events.sort_by(|a, b| a.0.total_cmp(&b.0));
-    // Running maximum of (partition, offset) over events in acknowledgement order.
-    let mut best: Vec<(i32, i64, String)> = Vec::with_capacity(events.len());
+/// (and A was in Kafka when answered, or B went through A's gateway) yet B
+/// is stored first (or on another partition).
+fn order(topic: &str, key: &str, events: &mut [Acked]) -> Vec<String> {
+    events.sort_by(|a, b| a.at.total_cmp(&b.at));
+    // Running maxima of (partition, offset) in acknowledgement order: over the
+    // events in Kafka when answered, and per gateway over the spooled ones.
+    type Best = Option<(i32, i64, String)>;
+    let raise = |best: &Best, e: &Acked| -> Best {
+        match best {
+            Some(b) if (b.0, b.1) >= (e.partition, e.offset) => best.clone(),
+            _ => Some((e.partition, e.offset, e.id.clone())),
+        }
+    };
+    let mut direct: Vec<Best> = Vec::with_capacity(events.len() + 1);
+    let mut spooled: HashMap<&str, Vec<Best>> = HashMap::new();
+    let gateways: Vec<&str> = events.iter().filter(|e| e.spooled).map(|e| e.via.as_str()).collect();
+    for gw in gateways {
+        spooled.entry(gw).or_insert_with(|| vec![None]);
+    }
+    direct.push(None);
     for e in events.iter() {
-        let next = match best.last() {
-            Some(b) if (b.0, b.1) >= (e.2, e.3) => b.clone(),
-            _ => (e.2, e.3, e.4.clone()),
-        };
-        best.push(next);
+        let last = direct.last().cloned().flatten();
+        direct.push(if e.spooled { last } else { raise(&last, e) });
+        for (gw, best) in &mut spooled {
+            let last = best.last().cloned().flatten();
+            best.push(if e.spooled && e.via == *gw { raise(&last, e) } else { last });
+        }
     }
     let mut out = Vec::new();
     for e in events.iter() {
-        let before = events.partition_point(|a| a.0 < e.1);
-        if before == 0 {
-            continue;
-        }
-        let (p, o, id) = &best[before - 1];
-        if *p != e.2 || *o > e.3 {
-            out.push(format!(
-                "{topic} key {key}: {} at {}/{} stored before {id} at {p}/{o}, acked earlier",
-                e.4, e.2, e.3
-            ));
+        let before = events.partition_point(|a| a.at < e.sent);
+        let through_same = spooled.get(e.via.as_str()).and_then(|b| b[before].clone());
+        for (p, o, id) in [direct[before].clone(), through_same].into_iter().flatten() {
+            if p != e.partition || o > e.offset {
+                out.push(format!(
+                    "{topic} key {key}: {} at {}/{} stored before {id} at {p}/{o}, acked earlier",
+                    e.id, e.partition, e.offset
+                ));
+            }
         }
     }
     out

@@ -54,6 +54,12 @@ async fn send(client: &reqwest::Client, url: &str, body: &Value, r: &mut Request
         Err(_) => r.status = 0,
         Ok(response) => {
             r.status = response.status().as_u16();
+            r.via = response
+                .headers()
+                .get("x-served-by")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned();
             match response.json::<Value>().await {
                 Err(_) => {
                     // A status without a readable body is no answer the client can trust.
@@ -132,6 +138,7 @@ async fn one_client(
                 status: 0,
                 code: String::new(),
                 outcomes: Vec::new(),
+                via: String::new(),
             };
             send(client, url, &body, &mut r).await;
             let ok = r.ok();

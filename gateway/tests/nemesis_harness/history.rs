@@ -48,6 +48,8 @@ pub struct Request {
     pub code: String,
     /// Per event on a 200: `accepted`, `spooled`, `duplicate`, ...
     pub outcomes: Vec<String>,
+    /// The gateway that answered (HAProxy's `X-Served-By`), empty if none did.
+    pub via: String,
 }
 
 impl Request {
@@ -99,7 +101,7 @@ impl History {
         for r in &log.requests {
             let line = json!({"client": r.client, "kind": r.kind.name(), "key": r.key, "attempt": r.attempt,
                 "ids": r.ids, "start": r.start, "end": r.end, "status": r.status, "code": r.code,
-                "outcomes": r.outcomes});
+                "outcomes": r.outcomes, "via": r.via});
             writeln!(out, "{line}")?;
         }
         out.flush()?;
