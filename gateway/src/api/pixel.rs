@@ -7,7 +7,8 @@ use actix_web::http::header::{CACHE_CONTROL, CONTENT_TYPE, EXPIRES, PRAGMA};
 use actix_web::{HttpRequest, HttpResponse, web};
 
 use crate::error::ApiError;
-use crate::stages::{Request, admit, answer, authenticate, charge, decode, produce};
+use crate::stages::ingest::{arrive, ingest};
+use crate::stages::{authenticate, decode};
 use crate::state::AppState;
 
 /// The smallest transparent 1x1 GIF (43 bytes).
@@ -30,17 +31,10 @@ pub async fn pixel(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse
 }
 
 async fn track(req: &HttpRequest, state: &AppState) -> Result<(), ApiError> {
-    charge::capacity(state)?;
-    let mut request = Request::new(req, state, "pixel");
-    authenticate::not_locked_out(&request)?;
-    charge::request(&request)?;
-    authenticate::header(&mut request, req.headers()).await?;
+    let request = arrive(req, state, "pixel").await?;
     let batch = decode::pixel(req.query_string(), state)?;
     let principal = authenticate::principal(&request, req, batch.write_key.as_deref())?;
-    charge::events(&request, &principal, batch.events.len())?;
-    let planned = admit::events(&request, &principal, batch)?;
-    let produced = produce::records(&request, planned, principal.source.spool).await?;
-    answer::events(&request, produced);
+    ingest(&request, &principal, batch).await?;
     Ok(())
 }
 

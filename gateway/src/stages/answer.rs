@@ -1,15 +1,15 @@
-//! Answer: verdicts and the sink's acknowledgements → the 200 answer with
-//! each event's outcome (only once every produced record is stored; see
-//! [`super::produce`]), and the events counted in the metrics.
+//! Answer: each event's verdict and its fate in the sink → the 200 answer
+//! with each event's outcome (only once every produced record is stored;
+//! see [`super::produce`]), and the events counted in the metrics.
 
 use serde::Serialize;
 
 use super::Request;
-use super::produce::Produced;
+use super::produce::{Fate, ProducedEvent};
 use crate::code::Code;
 pub use crate::outcome::{EventOutcome, EventStatus};
 use crate::pipeline::{Planned, Verdict};
-use crate::sink::{Delivered, SinkError};
+use crate::sink::Stored;
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
@@ -40,11 +40,8 @@ pub struct BatchAnswer {
 
 /// The answer once every record is stored, its events counted in
 /// `eventgw_events_total` (and `eventgw_dead_letters_total`).
-pub fn events(request: &Request, produced: Produced) -> BatchAnswer {
-    let Produced { planned, results, spooled, repeated } = produced;
-    let mut answer = assemble(planned, results.into_iter());
-    mark_spooled(&mut answer, &spooled);
-    mark_repeated(&mut answer, &repeated);
+pub fn events(request: &Request, produced: Vec<ProducedEvent>) -> BatchAnswer {
+    let answer = render(produced.into_iter().map(|p| (p.planned, p.fate)));
     count_events(request, &answer);
     answer
 }
@@ -85,49 +82,19 @@ fn bump<K: PartialEq>(counts: &mut Vec<(K, u64)>, key: K) {
     }
 }
 
-/// An accepted event whose `messageId` was already stored (a client's
-/// retry) says `duplicate`; a dead-lettered one keeps `invalid` and its
-/// reason (not dead-lettered again), which is what its sender needs to know.
-fn mark_repeated(answer: &mut BatchAnswer, repeated: &[usize]) {
-    for &index in repeated {
-        if let Some(event) = answer.events.get_mut(index).filter(|e| e.status == EventStatus::Accepted) {
-            event.status = EventStatus::Duplicate;
-            event.code = Some(Code::DuplicateMessageId.as_str());
-            event.message =
-                Some("an event with this `messageId` from this source was already stored: not stored again".into());
-            answer.accepted -= 1;
-            answer.duplicate += 1;
-        }
-    }
-}
-
-/// An accepted event that went to the spool says `spooled` (its topic is
-/// where replay will put it); a dead-lettered one keeps `invalid` and its
-/// reason, which is what its sender needs to know.
-fn mark_spooled(answer: &mut BatchAnswer, spooled: &[usize]) {
-    for &index in spooled {
-        if let Some(event) = answer.events.get_mut(index).filter(|e| e.status == EventStatus::Accepted) {
-            event.status = EventStatus::Spooled;
-            answer.accepted -= 1;
-            answer.spooled += 1;
-        }
-    }
-}
-
 /// What would happen to each event, without producing anything (a strict
-/// source's refused batch).
+/// source's refused batch): an event that would be accepted says so, with
+/// no topic, as nothing went there.
 pub fn preview(planned: Vec<Planned>) -> BatchAnswer {
-    let count = planned.len();
-    let delivered = std::iter::repeat_n(Ok(Delivered { partition: -1, offset: -1 }), count);
-    let mut answer = assemble(planned, delivered);
+    let mut answer = render(planned.into_iter().map(|p| (p, Fate::NotProduced)));
     for event in &mut answer.events {
         event.topic = None;
     }
     answer
 }
 
-/// Pairs each produced verdict with its delivery result, in order.
-fn assemble(planned: Vec<Planned>, mut results: impl Iterator<Item = Result<Delivered, SinkError>>) -> BatchAnswer {
+/// Each event's outcome, in request order, and the counts by status.
+fn render(events: impl ExactSizeIterator<Item = (Planned, Fate)>) -> BatchAnswer {
     let mut answer = BatchAnswer {
         accepted: 0,
         invalid: 0,
@@ -135,44 +102,10 @@ fn assemble(planned: Vec<Planned>, mut results: impl Iterator<Item = Result<Deli
         duplicate: 0,
         spooled: 0,
         suppressed: 0,
-        events: Vec::with_capacity(planned.len()),
+        events: Vec::with_capacity(events.len()),
     };
-    for (index, p) in planned.into_iter().enumerate() {
-        let mut outcome = EventOutcome {
-            index,
-            message_id: p.message_id,
-            status: EventStatus::Accepted,
-            topic: None,
-            code: None,
-            message: None,
-            errors: Vec::new(),
-        };
-        let delivered = if p.verdict.is_produced() { results.next() } else { None };
-        match (p.verdict, delivered) {
-            (_, Some(Err(_))) => {
-                outcome.status = EventStatus::Rejected;
-                outcome.code = Some(Code::EventTooLarge.as_str());
-                outcome.message = Some("the event is larger than Kafka accepts".into());
-            }
-            (Verdict::Accept(record), _) => outcome.topic = Some(record.topic),
-            (Verdict::DeadLetter { record, code, message, errors }, _) => {
-                outcome.status = EventStatus::Invalid;
-                outcome.topic = Some(record.topic);
-                outcome.code = Some(code.as_str());
-                outcome.message = Some(message);
-                outcome.errors = errors;
-            }
-            (Verdict::Reject { code, message }, _) => {
-                outcome.status = if code == Code::Suppressed { EventStatus::Suppressed } else { EventStatus::Rejected };
-                outcome.code = Some(code.as_str());
-                outcome.message = Some(message);
-            }
-            (Verdict::Duplicate { first }, _) => {
-                outcome.status = EventStatus::Duplicate;
-                outcome.code = Some(Code::DuplicateMessageId.as_str());
-                outcome.message = Some(format!("the same `messageId` as event {first} of this request: stored once"));
-            }
-        }
+    for (index, (planned, fate)) in events.enumerate() {
+        let outcome = outcome(index, planned, fate);
         *match outcome.status {
             EventStatus::Accepted => &mut answer.accepted,
             EventStatus::Invalid => &mut answer.invalid,
@@ -184,6 +117,60 @@ fn assemble(planned: Vec<Planned>, mut results: impl Iterator<Item = Result<Deli
         answer.events.push(outcome);
     }
     answer
+}
+
+/// One event's outcome. A dead-lettered event says `invalid` with its
+/// reason wherever its record was kept (spool, or already stored): that is
+/// what its sender needs to know. An accepted one says where it went: its
+/// topic (`accepted`; also what a preview says), the spool (`spooled`, its
+/// topic being where replay will put it), or nowhere again as its
+/// `messageId` was already stored (`duplicate`, a client's retry).
+fn outcome(index: usize, planned: Planned, fate: Fate) -> EventOutcome {
+    let mut outcome = EventOutcome {
+        index,
+        message_id: planned.message_id,
+        status: EventStatus::Accepted,
+        topic: None,
+        code: None,
+        message: None,
+        errors: Vec::new(),
+    };
+    let mut tell = |status, code: Code, message: String| {
+        outcome.status = status;
+        outcome.code = Some(code.as_str());
+        outcome.message = Some(message);
+    };
+    match (planned.verdict, fate) {
+        (_, Fate::Failed(_)) => {
+            tell(EventStatus::Rejected, Code::EventTooLarge, "the event is larger than Kafka accepts".into());
+        }
+        (Verdict::Accept(record), Fate::Stored(Stored::Kafka(_)) | Fate::NotProduced) => {
+            outcome.topic = Some(record.topic);
+        }
+        (Verdict::Accept(record), Fate::Stored(Stored::Spooled)) => {
+            outcome.status = EventStatus::Spooled;
+            outcome.topic = Some(record.topic);
+        }
+        (Verdict::Accept(record), Fate::Stored(Stored::Duplicate)) => {
+            let message = "an event with this `messageId` from this source was already stored: not stored again";
+            tell(EventStatus::Duplicate, Code::DuplicateMessageId, message.into());
+            outcome.topic = Some(record.topic);
+        }
+        (Verdict::DeadLetter { record, code, message, errors }, _) => {
+            tell(EventStatus::Invalid, code, message);
+            outcome.topic = Some(record.topic);
+            outcome.errors = errors;
+        }
+        (Verdict::Reject { code, message }, _) => {
+            let status = if code == Code::Suppressed { EventStatus::Suppressed } else { EventStatus::Rejected };
+            tell(status, code, message);
+        }
+        (Verdict::Duplicate { first }, _) => {
+            let message = format!("the same `messageId` as event {first} of this request: stored once");
+            tell(EventStatus::Duplicate, Code::DuplicateMessageId, message);
+        }
+    }
+    outcome
 }
 
 #[cfg(test)]

@@ -29,3 +29,44 @@ fn each_status_is_answered_by_the_same_name_as_before() {
         r#"{"index":2,"messageId":"m","status":"invalid","topic":"t","code":"schema_violation","message":"why"}"#
     );
 }
+
+fn accepted(message_id: &str, fate: Fate) -> ProducedEvent {
+    let record = crate::sink::OutRecord {
+        topic: "web.tracking".into(),
+        key: String::new(),
+        payload: Vec::new(),
+        headers: Vec::new(),
+    };
+    let planned = Planned { message_id: Some(message_id.into()), verdict: Verdict::Accept(record), violation: None };
+    ProducedEvent { planned, fate }
+}
+
+#[test]
+fn each_event_is_answered_from_its_own_fate() {
+    let kafka = Fate::Stored(Stored::Kafka(crate::sink::Delivered { partition: 1, offset: 7 }));
+    let produced = vec![
+        accepted("a", kafka),
+        accepted("b", Fate::Stored(Stored::Spooled)),
+        accepted("c", Fate::Stored(Stored::Duplicate)),
+        accepted("d", Fate::Failed(crate::sink::SinkError::TooLarge)),
+    ];
+    let answer = render(produced.into_iter().map(|p| (p.planned, p.fate)));
+    let statuses: Vec<_> = answer.events.iter().map(|e| (e.status, e.topic.as_deref(), e.code)).collect();
+    assert_eq!(
+        statuses,
+        [
+            (EventStatus::Accepted, Some("web.tracking"), None),
+            (EventStatus::Spooled, Some("web.tracking"), None),
+            (EventStatus::Duplicate, Some("web.tracking"), Some("duplicate_message_id")),
+            (EventStatus::Rejected, None, Some("event_too_large")),
+        ]
+    );
+    let counts = (answer.accepted, answer.spooled, answer.duplicate, answer.rejected, answer.invalid);
+    assert_eq!(counts, (1, 1, 1, 1, 0));
+}
+
+#[test]
+fn a_preview_says_what_would_happen_and_names_no_topic() {
+    let answer = preview(vec![accepted("a", Fate::NotProduced).planned]);
+    assert_eq!((answer.events[0].status, answer.events[0].topic.as_deref()), (EventStatus::Accepted, None));
+}

@@ -1,19 +1,23 @@
-//! The request path, one module per stage, in the order every ingestion
-//! handler (`api/batch.rs`, `api/pixel.rs`) calls them:
+//! The request path, one module per stage. Every ingestion handler
+//! (`api/batch.rs`, `api/pixel.rs`) is the same path, [`ingest`]'s two
+//! halves around its protocol's decoder:
 //!
-//! 1. [`charge::capacity`]: refused with 503 while the producer queue is
-//!    above its high-water mark, before any work;
-//! 2. [`authenticate::not_locked_out`], [`charge::request`] (the per-IP
-//!    request quota) and [`authenticate::header`]: what can be refused
-//!    before the body is read;
-//! 3. [`decode`]: bytes → batch, within every configured limit;
-//! 4. [`authenticate::principal`]: every credential of the request → one
+//! 1. [`ingest::arrive`], before the body: [`charge::capacity`] (refused
+//!    with 503 while the producer queue is above its high-water mark,
+//!    before any work), then [`authenticate::not_locked_out`],
+//!    [`charge::request`] (the per-IP request quota) and
+//!    [`authenticate::header`];
+//! 2. the protocol's decoder ([`decode`]): bytes → the canonical batch,
+//!    within every configured limit;
+//! 3. [`authenticate::principal`]: every credential of the request → one
 //!    principal;
-//! 5. [`charge::events`]: the events charged to the quotas, all or nothing;
-//! 6. [`admit`]: each event validated, enriched and routed (the per-event
-//!    steps live in [`crate::pipeline`]), a strict source's batch refused whole;
-//! 7. [`produce`]: every record handed to the sink at once;
-//! 8. [`answer`]: the per-event outcomes, counted in the metrics.
+//! 4. [`ingest::ingest`], the same for every protocol:
+//!    [`charge::events`] (the events charged to the quotas, all or
+//!    nothing), [`admit`] (each event validated, enriched and routed, the
+//!    per-event steps in [`crate::pipeline`]; a strict source's batch
+//!    refused whole), [`produce`] (every record handed to the sink at once,
+//!    each event back with its fate there) and [`answer`] (each event's
+//!    outcome rendered from its verdict and fate, counted in the metrics).
 //!
 //! A stage takes the [`Request`] built once when the request arrives, and
 //! returns an [`ApiError`] (the one place statuses are decided) or what the
@@ -24,6 +28,7 @@ pub mod answer;
 pub mod authenticate;
 pub mod charge;
 pub mod decode;
+pub mod ingest;
 pub mod produce;
 
 use std::sync::Arc;

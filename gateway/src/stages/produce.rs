@@ -1,7 +1,9 @@
 //! Produce: every record of the request handed to the sink at once (Kafka,
 //! or the spool in front of it when the source allows), waited for within
 //! the request's deadline. Anything short of every record stored is one
-//! error for the whole request, so the client retries it.
+//! error for the whole request, so the client retries it; otherwise each
+//! event comes back with its [`Fate`] in the sink, which [`super::answer`]
+//! renders as it stands.
 
 use std::time::{Duration, Instant};
 
@@ -10,25 +12,39 @@ use futures::FutureExt;
 use super::Request;
 use crate::error::ApiError;
 use crate::pipeline::{Planned, Verdict};
-use crate::sink::{Delivered, OutRecord, Sink, SinkError, Stored};
+use crate::sink::{OutRecord, Sink, SinkError, Stored};
 
-/// What the sink did with a request's records.
+/// What the sink did with one event's record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fate {
+    /// Never handed to the sink: its verdict rejects it, or it repeats an
+    /// earlier event of the request (the verdict says which).
+    NotProduced,
+    /// Stored: acknowledged by Kafka (with its partition and offset), kept
+    /// in the spool, or found already stored by dedupe.
+    Stored(Stored),
+    /// Refused for itself alone (larger than Kafka accepts): the client's
+    /// fault, not the request's. Errors that fail the whole request never
+    /// get here.
+    Failed(SinkError),
+}
+
+/// One event of the request, once the sink is done with it.
 #[derive(Debug)]
-pub struct Produced {
-    /// Each event's verdict, its record moved out to the sink.
-    pub planned: Vec<Planned>,
-    /// The delivery of each produced record, in the order of the events
-    /// that produce one.
-    pub results: Vec<Result<Delivered, SinkError>>,
-    /// Indexes of the events whose record went to the spool.
-    pub spooled: Vec<usize>,
-    /// Indexes of the events whose `messageId` was already stored.
-    pub repeated: Vec<usize>,
+pub struct ProducedEvent {
+    /// Its verdict, its record moved out to the sink (only the topic stays).
+    pub planned: Planned,
+    /// What the sink did with that record.
+    pub fate: Fate,
 }
 
 /// Produces the records of `planned`; `spool`: whether the source lets
 /// them go to the spool.
-pub async fn records(request: &Request<'_>, planned: Vec<Planned>, spool: bool) -> Result<Produced, ApiError> {
+pub async fn records(
+    request: &Request<'_>,
+    planned: Vec<Planned>,
+    spool: bool,
+) -> Result<Vec<ProducedEvent>, ApiError> {
     let state = request.state;
     let deadline = Duration::from_millis(state.config.server.request_timeout_ms);
     let started = Instant::now();
@@ -37,29 +53,17 @@ pub async fn records(request: &Request<'_>, planned: Vec<Planned>, spool: bool) 
     Ok(produced)
 }
 
-/// As [`records`], with the sink and the deadline given.
+/// As [`records`], with the sink and the deadline given: each event of
+/// `planned`, in order, with its fate.
 pub async fn store(
     sink: &dyn Sink,
     mut planned: Vec<Planned>,
     deadline: Duration,
     retry_after: u64,
     spool: bool,
-) -> Result<Produced, ApiError> {
-    // Move each record out to the producer, leaving only its topic behind for
-    // the answer: payloads are never copied.
-    let records: Vec<OutRecord> = planned
-        .iter_mut()
-        .filter_map(|p| match &mut p.verdict {
-            Verdict::Accept(record) | Verdict::DeadLetter { record, .. } => {
-                let topic = record.topic.clone();
-                Some(std::mem::replace(
-                    record,
-                    OutRecord { topic, key: String::new(), payload: Vec::new(), headers: Vec::new() },
-                ))
-            }
-            Verdict::Reject { .. } | Verdict::Duplicate { .. } => None,
-        })
-        .collect();
+) -> Result<Vec<ProducedEvent>, ApiError> {
+    let records = take_records(&mut planned);
+    let sent = records.len();
     let stored = if records.is_empty() {
         Vec::new()
     } else {
@@ -74,34 +78,58 @@ pub async fn store(
             retry_after,
         })?
     };
-    if let Some(Err(SinkError::SpoolRefused(detail))) =
-        stored.iter().find(|r| matches!(r, Err(SinkError::SpoolRefused(_))))
-    {
-        return Err(ApiError::KafkaUnavailable { detail: detail.clone(), retry_after });
+    refuse_request(&stored, retry_after)?;
+    if stored.len() != sent {
+        // A sink answers each record once, in order; one that does not has
+        // stored nothing the answer could vouch for.
+        let detail = format!("the sink answered for {} of {sent} records", stored.len());
+        return Err(ApiError::KafkaUnavailable { detail, retry_after });
     }
-    let spooled = events_where(&planned, &stored, Stored::Spooled);
-    let repeated = events_where(&planned, &stored, Stored::Duplicate);
-    let results: Vec<_> =
-        stored.into_iter().map(|r| r.map(|s| if let Stored::Kafka(d) = s { d } else { UNKNOWN_OFFSET })).collect();
-    if results.iter().any(|r| matches!(r, Err(SinkError::QueueFull))) {
-        return Err(ApiError::Backpressure { retry_after });
-    }
-    if let Some(Err(SinkError::Unavailable(detail))) =
-        results.iter().find(|r| matches!(r, Err(SinkError::Unavailable(_))))
-    {
-        return Err(ApiError::KafkaUnavailable { detail: detail.clone(), retry_after });
-    }
-    Ok(Produced { planned, results, spooled, repeated })
+    let mut stored = stored.into_iter();
+    let produced = planned.into_iter().map(|planned| {
+        let fate = match planned.verdict.is_produced().then(|| stored.next()).flatten() {
+            None => Fate::NotProduced,
+            Some(Ok(how)) => Fate::Stored(how),
+            Some(Err(error)) => Fate::Failed(error),
+        };
+        ProducedEvent { planned, fate }
+    });
+    Ok(produced.collect())
 }
 
-/// Where a spooled record will land is not known yet.
-const UNKNOWN_OFFSET: Delivered = Delivered { partition: -1, offset: -1 };
+/// Moves each produced event's record out for the sink, leaving only its
+/// topic behind for the answer: payloads are never copied.
+fn take_records(planned: &mut [Planned]) -> Vec<OutRecord> {
+    planned
+        .iter_mut()
+        .filter_map(|p| match &mut p.verdict {
+            Verdict::Accept(record) | Verdict::DeadLetter { record, .. } => {
+                let topic = record.topic.clone();
+                Some(std::mem::replace(
+                    record,
+                    OutRecord { topic, key: String::new(), payload: Vec::new(), headers: Vec::new() },
+                ))
+            }
+            Verdict::Reject { .. } | Verdict::Duplicate { .. } => None,
+        })
+        .collect()
+}
 
-/// Indexes of the events whose record was stored as `how` (records are in
-/// the order of the events that produce one).
-fn events_where(planned: &[Planned], stored: &[Result<Stored, SinkError>], how: Stored) -> Vec<usize> {
-    let produced = planned.iter().enumerate().filter(|(_, p)| p.verdict.is_produced());
-    produced.zip(stored).filter(|(_, s)| matches!(s, Ok(s) if *s == how)).map(|((index, _), _)| index).collect()
+/// The error of the whole request when any record was not stored for a
+/// reason worth retrying: the spool refused it, the producer's queue was
+/// full, or Kafka did not take it (checked in that order).
+fn refuse_request(stored: &[Result<Stored, SinkError>], retry_after: u64) -> Result<(), ApiError> {
+    let errors = || stored.iter().filter_map(|r| r.as_ref().err());
+    if let Some(SinkError::SpoolRefused(detail)) = errors().find(|e| matches!(e, SinkError::SpoolRefused(_))) {
+        return Err(ApiError::KafkaUnavailable { detail: detail.clone(), retry_after });
+    }
+    if errors().any(|e| matches!(e, SinkError::QueueFull)) {
+        return Err(ApiError::Backpressure { retry_after });
+    }
+    if let Some(SinkError::Unavailable(detail)) = errors().find(|e| matches!(e, SinkError::Unavailable(_))) {
+        return Err(ApiError::KafkaUnavailable { detail: detail.clone(), retry_after });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! the whole request with the code clients retry on.
 
 use super::*;
-use crate::sink::MemorySink;
+use crate::sink::{Delivered, MemorySink};
 
 fn accepted(topic: &str) -> Planned {
     let record = OutRecord { topic: topic.into(), key: "k".into(), payload: b"{}".to_vec(), headers: Vec::new() };
@@ -25,10 +25,12 @@ async fn only_produced_events_reach_the_sink_and_payloads_move() {
     let produced = store(&sink, vec![accepted("web.tracking"), rejected(), accepted("crm.leads")], DEADLINE, 5, false)
         .await
         .expect("stored");
-    assert_eq!(produced.results.len(), 2);
+    let fates: Vec<&Fate> = produced.iter().map(|p| &p.fate).collect();
+    let kafka = |offset| Fate::Stored(Stored::Kafka(Delivered { partition: 0, offset }));
+    assert_eq!(fates, [&kafka(0), &Fate::NotProduced, &kafka(1)], "each event with its own fate, offsets kept");
     let topics: Vec<String> = sink.records().into_iter().map(|r| r.topic).collect();
     assert_eq!(topics, ["web.tracking", "crm.leads"]);
-    let Verdict::Accept(left) = &produced.planned[0].verdict else { panic!("accepted") };
+    let Verdict::Accept(left) = &produced[0].planned.verdict else { panic!("accepted") };
     assert!(left.payload.is_empty() && left.topic == "web.tracking", "only the topic stays behind");
 }
 
@@ -51,5 +53,14 @@ async fn nothing_to_produce_asks_nothing_of_the_sink() {
     let sink = MemorySink::default();
     sink.fail_with(Some(SinkError::QueueFull));
     let produced = store(&sink, vec![rejected()], DEADLINE, 5, false).await.expect("nothing to store");
-    assert!(produced.results.is_empty() && sink.records().is_empty());
+    assert!(produced.iter().all(|p| p.fate == Fate::NotProduced) && sink.records().is_empty());
+}
+
+#[actix_web::test]
+async fn a_record_too_large_fails_alone() {
+    let sink = MemorySink::default();
+    sink.fail_with(Some(SinkError::TooLarge));
+    let produced = store(&sink, vec![rejected(), accepted("web.tracking")], DEADLINE, 5, true).await.expect("answered");
+    assert_eq!(produced[0].fate, Fate::NotProduced);
+    assert_eq!(produced[1].fate, Fate::Failed(SinkError::TooLarge), "the client's fault, not the request's");
 }
