@@ -22,13 +22,13 @@ use std::time::Instant;
 use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue};
 use gateway::AppState;
 use gateway::auth::Principal;
-use gateway::enrich::ClientInfo;
-use gateway::enrichment::device::ClientHints;
-use gateway::enrichment::request::EdgeRequest;
-use gateway::enrichment::{BotPolicy, RequestFacts};
-use gateway::pipeline::{EventTime, format_time};
+use gateway::enrichment::BotPolicy;
+use gateway::enrichment::client::Client;
+use gateway::enrichment::hints::ClientHints;
+use gateway::pipeline::EventTime;
 use gateway::sink::MemorySink;
-use gateway::stages::admit::{Arrival, admission};
+use gateway::stages::Request;
+use gateway::stages::admit::admission;
 use serde_json::{Map, Value, json};
 
 /// The gateway's own allocator (`main.rs`), so the figures are the ones it pays.
@@ -58,8 +58,8 @@ const RUNS: usize = 7;
 struct Setup<'a> {
     state: &'a AppState,
     principal: &'a Principal,
-    facts: &'a RequestFacts,
-    client: &'a ClientInfo,
+    /// The request's context, with its client.
+    request: &'a Request<'a>,
 }
 
 /// Nanoseconds per event (median of `rounds` rounds) of enriching
@@ -68,32 +68,19 @@ struct Setup<'a> {
 /// and the request's metrics flush.
 fn time(setup: &Setup<'_>, rounds: usize, templates: &[Map<String, Value>], per_request: usize) -> f64 {
     let state = setup.state;
-    let source = &setup.principal.source;
     let received_at = chrono::DateTime::from_timestamp(1_700_000_000, 0).expect("time");
-    let received_at_text = format_time(received_at);
     let time = EventTime { timestamp: received_at, flag: None };
-    let schema_ids = state.schema_ids.load();
     let mut per_event = Vec::with_capacity(rounds);
     for round in 0..=rounds {
         let mut events: Vec<Map<String, Value>> = (0..ROUND).map(|i| templates[i % templates.len()].clone()).collect();
         let started = Instant::now();
         while !events.is_empty() {
             let request = events.split_off(events.len().saturating_sub(per_request));
-            let edge =
-                EdgeRequest::new(&state.edge, &state.catalog, &source.id, setup.facts, setup.client, 1_700_000_000);
-            let arrival = Arrival {
-                received_at,
-                received_at_text: &received_at_text,
-                sent_at: None,
-                client: setup.client,
-                schema_ids: &schema_ids,
-                edge: &edge,
-            };
-            let admission = admission(state, setup.principal, arrival);
+            let admission = admission(setup.request, setup.principal, received_at, None);
             for event in request {
                 black_box(admission.enriched_payload("Page Viewed", event, &time, None));
             }
-            edge.flush(&state.metrics);
+            admission.edge.flush(&state.metrics);
         }
         let elapsed = started.elapsed();
         // The first round warms the caches, as a running gateway's are.
@@ -171,9 +158,9 @@ fn main() {
     let (demo, plain) =
         (auth.by_write_key("demo-write-key").expect("demo"), auth.by_write_key("plain-write-key").expect("plain"));
     let ip: IpAddr = "203.0.113.9".parse().expect("ip");
-    let client = ClientInfo { ip: Some(ip), user_agent: Some(CHROME.into()) };
-    let facts = RequestFacts::default();
-    let on = Setup { state: &state, principal: &demo, facts: &facts, client: &client };
+    let client = Client { ip: Some(ip), full_ip: Some(ip), user_agent: Some(CHROME.into()), hints: None };
+    let request = Request::from_client(&state, "batch", client.clone());
+    let on = Setup { state: &state, principal: &demo, request: &request };
     let off = Setup { principal: &plain, ..on };
     let rounds = if full { 400 } else { 1 };
 
@@ -187,8 +174,9 @@ fn main() {
     for batch in [1usize, 100] {
         case(&format!("one device, {batch} events per request"), &on, &off, rounds, &browser, batch);
     }
-    let hinted = RequestFacts { full_ip: None, hints: Some(ClientHints::from_headers(&chrome_hints())) };
-    let (on_hints, off_hints) = (Setup { facts: &hinted, ..on }, Setup { facts: &hinted, ..off });
+    let hinted = Client { hints: Some(ClientHints::from_headers(&chrome_hints())), ..client };
+    let hinted = Request::from_client(&state, "batch", hinted);
+    let (on_hints, off_hints) = (Setup { request: &hinted, ..on }, Setup { request: &hinted, ..off });
     case("one device with client hints, 1 per request", &on_hints, &off_hints, rounds, &browser, 1);
     let mixed: Vec<Map<String, Value>> =
         (0..12).map(|i| event(Some((["203.0.113.9", "198.51.100.7", "2001:db8::1"][i % 3], AGENTS[i % 4])))).collect();

@@ -14,7 +14,6 @@ pub mod code;
 pub mod config;
 pub mod cors;
 pub mod dedupe;
-pub mod enrich;
 pub mod enrichment;
 pub mod error;
 pub mod features;

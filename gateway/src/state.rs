@@ -2,7 +2,7 @@
 //! swapped in part on reload. It sits below every stage: `stages`, `api`,
 //! `server` and `run` use it; it uses none of them.
 
-use crate::{auth, config, dedupe, enrich, enrichment, pipeline, registry, sink, telemetry, wire};
+use crate::{auth, config, dedupe, enrichment, pipeline, registry, sink, telemetry, wire};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -23,8 +23,9 @@ pub struct AppState {
     pub sink: Arc<dyn sink::Sink>,
     /// Now.
     pub clock: Clock,
-    /// Client IP and user agent from the request.
-    pub clients: enrich::ClientResolver,
+    /// Resolves each request's one client (address after trusted
+    /// proxies, user agent, client hints); the only resolver.
+    pub clients: enrichment::client::ClientResolver,
     /// Counters and histograms for `/metrics`.
     pub metrics: telemetry::Metrics,
     /// Schema Registry ids of framed domains' schemas; empty until
@@ -83,7 +84,7 @@ impl AppState {
         bodies.register(metrics.registry());
         let catalog = eventgw_schemas::loader::load_catalog(&config.catalog.dir)?;
         let auth = build_auth(&config, &catalog)?;
-        let clients = enrich::ClientResolver::new(&config.enrichment);
+        let clients = enrichment::client::ClientResolver::new(&config.enrichment);
         let edge = Arc::new(enrichment::Edge::new(&config)?);
         enrichment::Edge::watch(&edge, enrichment::WATCH_INTERVAL);
         Ok(Self {

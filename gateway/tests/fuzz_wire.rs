@@ -14,8 +14,7 @@ use base64::Engine as _;
 use gateway::AppState;
 use gateway::auth::{Credentials, header_credentials};
 use gateway::config::LimitsConfig;
-use gateway::enrich::ClientInfo;
-use gateway::pipeline::{MAX_MESSAGE_ID_LEN, Verdict, format_time};
+use gateway::pipeline::{MAX_MESSAGE_ID_LEN, Verdict};
 use gateway::sink::MemorySink;
 use gateway::wire::{BodyBudget, BodyBuffer, FIRST_BUFFER_BYTES, JsonLimits, Refused, decode_batch, gunzip};
 use proptest::prelude::*;
@@ -180,28 +179,8 @@ fn event_strategy() -> impl Strategy<Value = Value> {
 fn event_validation_never_panics_and_ids_travel_as_headers() {
     let state = AppState::new(common::config("127.0.0.1:1"), Arc::new(MemorySink::default())).expect("state");
     let principal = state.auth.load().by_write_key("demo-write-key").expect("demo source");
-    let now = chrono::Utc::now();
-    let now_text = format_time(now);
-    let client = ClientInfo { ip: None, user_agent: None };
-    let facts = gateway::enrichment::RequestFacts::default();
-    let edge = gateway::enrichment::request::EdgeRequest::new(
-        &state.edge,
-        &state.catalog,
-        &principal.source.id,
-        &facts,
-        &client,
-        now.timestamp(),
-    );
-    let schema_ids = state.schema_ids.load();
-    let arrival = gateway::stages::admit::Arrival {
-        received_at: now,
-        received_at_text: &now_text,
-        sent_at: None,
-        client: &client,
-        schema_ids: &schema_ids,
-        edge: &edge,
-    };
-    let admission = gateway::stages::admit::admission(&state, &principal, arrival);
+    let request = gateway::stages::Request::from_client(&state, "batch", Default::default());
+    let admission = gateway::stages::admit::admission(&request, &principal, chrono::Utc::now(), None);
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig { cases: 512, ..ProptestConfig::default() });
     runner
         .run(&prop_oneof![event_strategy(), json_value()], |event| {

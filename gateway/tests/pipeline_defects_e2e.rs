@@ -38,7 +38,12 @@ async fn a_huge_user_agent_is_cut_to_512_bytes_in_every_record() {
     for id in &ids {
         let record = &find(&brokers(), "web.tracking", id)[0];
         let stored = record.value["context"]["userAgent"].as_str().expect("user agent");
-        assert_eq!(stored.len(), gateway::enrich::MAX_CLIENT_FIELD_BYTES, "bounded, not {} bytes", stored.len());
+        assert_eq!(
+            stored.len(),
+            gateway::enrichment::client::MAX_CLIENT_FIELD_BYTES,
+            "bounded, not {} bytes",
+            stored.len()
+        );
         assert!(agent.starts_with(stored), "a prefix of the header");
     }
     gw.stop().await;

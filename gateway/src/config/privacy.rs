@@ -49,7 +49,7 @@ pub enum IpPolicy {
     Keep,
     /// The host part zeroed (last octet of IPv4, last 80 bits of IPv6;
     /// an IPv4 address inside an IPv6 one keeps its /24 at most: see
-    /// `crate::enrich::anonymize`).
+    /// `crate::privacy::anonymize`).
     Truncate,
     /// `context.ip` removed; `context.ipHash` holds its keyed hash with the
     /// period's salt.

@@ -2,7 +2,7 @@
 //! headless or automated browsers (our list below). HTTP libraries and the
 //! server SDKs built on them are not bots: backends send real events.
 
-use super::device::ClientHints;
+use super::hints::ClientHints;
 
 /// A user agent judged to be a bot.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,76 +5,12 @@
 
 use std::sync::Arc;
 
-use actix_web::http::header::HeaderMap;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::bots::{self, Bot};
+use super::hints::ClientHints;
 use super::splice::shared_json;
-
-/// The `Sec-CH-UA-*` headers of a request, as sent.
-#[derive(Debug, Clone, Default)]
-pub struct ClientHints {
-    brands: Option<String>,
-    full_versions: Option<String>,
-    mobile: Option<String>,
-    platform: Option<String>,
-    platform_version: Option<String>,
-    model: Option<String>,
-}
-
-impl ClientHints {
-    /// The hints of a request; all `None` when it sent none.
-    pub fn from_headers(headers: &HeaderMap) -> Self {
-        let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
-        Self {
-            brands: get("sec-ch-ua"),
-            full_versions: get("sec-ch-ua-full-version-list"),
-            mobile: get("sec-ch-ua-mobile"),
-            platform: get("sec-ch-ua-platform"),
-            platform_version: get("sec-ch-ua-platform-version"),
-            model: get("sec-ch-ua-model"),
-        }
-    }
-
-    /// The hints that change a profile, as one text, for caching profiles
-    /// by user agent and hints together.
-    pub fn cache_key(&self) -> String {
-        let parts =
-            [&self.brands, &self.full_versions, &self.mobile, &self.platform, &self.platform_version, &self.model];
-        parts.iter().map(|p| p.as_deref().unwrap_or_default()).collect::<Vec<_>>().join("\n")
-    }
-
-    /// Whether any hint was sent.
-    pub fn is_empty(&self) -> bool {
-        self.brands.is_none() && self.mobile.is_none() && self.platform.is_none()
-    }
-
-    /// Headless Chromium names itself in its brand list.
-    pub fn headless(&self) -> bool {
-        self.brands.as_deref().is_some_and(|b| b.contains("HeadlessChrome"))
-    }
-
-    /// The browser brand and version: the first real brand, preferring a
-    /// named browser over its engine (`Google Chrome` over `Chromium`) and
-    /// skipping the deliberately bogus GREASE entry (`Not-A.Brand`).
-    fn browser(&self) -> Option<(String, String)> {
-        let list = self.full_versions.as_deref().or(self.brands.as_deref())?;
-        let brands: Vec<(String, String)> = list
-            .split(',')
-            .filter_map(|entry| {
-                let (brand, version) = entry.split_once(";v=")?;
-                Some((unquote(brand), unquote(version)))
-            })
-            .filter(|(brand, _)| !(brand.contains("Not") && brand.contains("Brand")))
-            .collect();
-        brands.iter().find(|(b, _)| b != "Chromium").or(brands.first()).cloned()
-    }
-}
-
-fn unquote(text: &str) -> String {
-    text.trim().trim_matches('"').to_owned()
-}
 
 /// What one user agent says: `context.agent` and whether it is a bot.
 #[derive(Debug, Clone)]
@@ -115,18 +51,18 @@ pub fn profile(parser: &woothee::parser::Parser, agent: &str, hints: Option<&Cli
             put("browser", &brand);
             put("browserVersion", &version);
         }
-        if let Some(platform) = hints.platform.as_deref().map(unquote) {
+        if let Some(platform) = hints.platform() {
             put("os", &platform);
-            if let Some(version) = hints.platform_version.as_deref().map(unquote) {
+            if let Some(version) = hints.platform_version() {
                 put("osVersion", &platform_version(&platform, &version));
             }
         }
-        match hints.mobile.as_deref() {
+        match hints.mobile() {
             Some("?1") => put("deviceClass", "mobile"),
             Some("?0") if device_class(category, os) != "tablet" => put("deviceClass", "desktop"),
             _ => {}
         }
-        if let Some(model) = hints.model.as_deref().map(unquote) {
+        if let Some(model) = hints.model() {
             put("model", &model);
         }
     }

@@ -1,27 +1,28 @@
-//! What the request tells about the visitor, added to `context` before
-//! anything reaches Kafka: geo from the full IP ([`geo`]), browser, OS and
-//! device class from the user agent and client hints ([`device`]), and a
-//! bot label ([`bots`]). [`Edge`] holds what every request shares;
-//! [`request::EdgeRequest`] what one request computes once for all its
-//! events.
+//! What the gateway adds to an event, from what only it can vouch for:
+//! who the client is ([`client`]: its address after trusted proxies, user
+//! agent and client hints, resolved once per request), geo from the full
+//! address ([`geo`]), browser, OS and device class from the user agent and
+//! client hints ([`device`]), and a bot label ([`bots`]). [`Edge`] holds
+//! what every request shares; [`request::EdgeRequest`] what one request
+//! computes once for all its events, where the sources' privacy actions
+//! (defined in [`crate::privacy`]) are applied beside enrichment.
 
 pub mod bots;
 pub mod cache;
+pub mod client;
 pub mod device;
 pub mod geo;
+pub mod hints;
 pub mod request;
 pub mod splice;
 
 use std::collections::HashMap;
-use std::net::IpAddr;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use actix_web::HttpRequest;
 use arc_swap::ArcSwap;
 
-use crate::config::{Config, EnrichmentConfig};
-use crate::enrich::ClientResolver;
+use crate::config::Config;
 use crate::privacy::suppression_topic::SuppressionTopic;
 use crate::privacy::{Privacy, PrivacyError, SourcePrivacy};
 
@@ -50,17 +51,6 @@ pub enum EdgeError {
     Privacy(#[from] PrivacyError),
 }
 
-/// What a request says about its sender that only its headers carry:
-/// taken once, before the body is read.
-#[derive(Debug, Clone, Default)]
-pub struct RequestFacts {
-    /// The client's full address when `enrichment.anonymize_ip` truncated
-    /// the one in [`crate::enrich::ClientInfo`]: geo needs the full one.
-    pub full_ip: Option<IpAddr>,
-    /// `Sec-CH-UA-*`, when sent.
-    pub hints: Option<device::ClientHints>,
-}
-
 /// Everything enrichment and privacy share across requests.
 pub struct Edge {
     /// The geo databases, when `[geo]` is configured.
@@ -69,8 +59,6 @@ pub struct Edge {
     pub privacy: Privacy,
     /// Each source's settings by id, swapped on reload.
     sources: ArcSwap<HashMap<String, Arc<SourceEdge>>>,
-    /// Resolves the full client IP when the global setting anonymises it.
-    full_resolver: Option<ClientResolver>,
     /// The user-agent parser (compiled once).
     pub parser: woothee::parser::Parser,
     /// Profiles by user agent (and client hints), shared across requests:
@@ -102,10 +90,6 @@ fn source_settings(config: &Config) -> HashMap<String, Arc<SourceEdge>> {
 impl Edge {
     /// Opens the databases and lists of `config`.
     pub fn new(config: &Config) -> Result<Self, EdgeError> {
-        let full_resolver = config
-            .enrichment
-            .anonymize_ip
-            .then(|| ClientResolver::new(&EnrichmentConfig { anonymize_ip: false, ..config.enrichment.clone() }));
         let mut privacy = Privacy::new(&config.privacy)?;
         if let Some(topic) = &config.privacy.suppression_topic {
             let list = SuppressionTopic::follow(&config.kafka, topic).map_err(PrivacyError::from)?;
@@ -115,7 +99,6 @@ impl Edge {
             geo: config.geo.as_ref().map(geo::GeoDb::open).transpose()?,
             privacy,
             sources: ArcSwap::from_pointee(source_settings(config)),
-            full_resolver,
             parser: woothee::parser::Parser::new(),
             profiles: cache::BoundedCache::new(MAX_CACHED_PROFILES),
         })
@@ -168,18 +151,9 @@ impl Edge {
         if self.source(source).privacy.suppression { self.ready() } else { Ok(()) }
     }
 
-    /// The facts of `req` that enrichment needs beyond [`crate::enrich::ClientInfo`].
-    pub fn facts(&self, req: &HttpRequest) -> RequestFacts {
-        let hints = device::ClientHints::from_headers(req.headers());
-        RequestFacts {
-            full_ip: self.full_resolver.as_ref().and_then(|r| r.resolve(req).ip),
-            hints: (!hints.is_empty()).then_some(hints),
-        }
-    }
-
     /// The profile of `agent` with the request's `hints`, parsed once per
     /// distinct pair while it stays in the cache.
-    pub fn profile(&self, agent: &str, hints: Option<&device::ClientHints>) -> Arc<device::Profile> {
+    pub fn profile(&self, agent: &str, hints: Option<&hints::ClientHints>) -> Arc<device::Profile> {
         // Without hints the agent is the key: looked up without a copy.
         let hinted = hints.map(|hints| format!("{agent}\n{}", hints.cache_key()));
         let key = hinted.as_deref().unwrap_or(agent);

@@ -15,11 +15,11 @@ use serde_json::{Map, Value};
 
 use serde_json::value::RawValue;
 
+use super::client::Client;
 use super::device::Profile;
 use super::geo::Place;
 use super::splice::{ContextSplice, Fragment};
-use super::{BotPolicy, Edge, RequestFacts, SourceEdge};
-use crate::enrich::ClientInfo;
+use super::{BotPolicy, Edge, SourceEdge};
 use crate::privacy::IpPolicy;
 use crate::privacy::consent::{self, Consent};
 use crate::privacy::personal::PersonalData;
@@ -81,8 +81,8 @@ pub struct EdgeRequest<'a> {
     edge: &'a Edge,
     catalog: &'a Catalog,
     settings: Arc<SourceEdge>,
-    facts: &'a RequestFacts,
-    client: &'a ClientInfo,
+    /// The request's one client (address, agent, hints).
+    client: &'a Client,
     unix_secs: i64,
     salt: OnceCell<Option<Vec<u8>>>,
     /// The geo of the request's own address, looked up once for all its
@@ -101,14 +101,7 @@ pub struct EdgeRequest<'a> {
 
 impl<'a> EdgeRequest<'a> {
     /// For a request of `source`, received at `unix_secs`.
-    pub fn new(
-        edge: &'a Edge,
-        catalog: &'a Catalog,
-        source: &str,
-        facts: &'a RequestFacts,
-        client: &'a ClientInfo,
-        unix_secs: i64,
-    ) -> Self {
+    pub fn new(edge: &'a Edge, catalog: &'a Catalog, source: &str, client: &'a Client, unix_secs: i64) -> Self {
         let personal = PersonalData {
             hash_key: edge.privacy.hash_key.as_deref(),
             keys: edge.privacy.keys.as_ref(),
@@ -118,7 +111,6 @@ impl<'a> EdgeRequest<'a> {
             edge,
             catalog,
             settings: edge.source(source),
-            facts,
             client,
             unix_secs,
             salt: OnceCell::new(),
@@ -264,7 +256,7 @@ impl<'a> EdgeRequest<'a> {
     /// client hints) once per request, any other from the shared cache.
     fn profile<'r>(&'r self, agent: &str) -> Cow<'r, Arc<Profile>> {
         if self.client.user_agent.as_deref() == Some(agent) {
-            let own = || self.edge.profile(agent, self.facts.hints.as_ref());
+            let own = || self.edge.profile(agent, self.client.hints.as_ref());
             return Cow::Borrowed(self.own_profile.get_or_init(own));
         }
         Cow::Owned(self.edge.profile(agent, None))

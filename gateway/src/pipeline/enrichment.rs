@@ -13,7 +13,7 @@ use crate::enrichment::splice::{ContextSplice, Fragment};
 
 /// What enrichment may add to one event at most: `receivedAt`, the corrected
 /// `timestamp`, a generated `messageId`, `context.ip` and `context.userAgent`
-/// (itself at most [`crate::enrich::MAX_CLIENT_FIELD_BYTES`]), with room
+/// (itself at most [`crate::enrichment::client::MAX_CLIENT_FIELD_BYTES`]), with room
 /// for more header-derived fields. A record larger than the client's limit
 /// plus this is refused (`event_too_large`), so no request is amplified.
 pub const MAX_ENRICHMENT_BYTES: usize = 2048;
@@ -46,7 +46,7 @@ impl Admission<'_> {
     /// Adds `receivedAt`, the corrected `timestamp` (keeping the device's as
     /// `originalTimestamp`) and the client context.
     fn enrich<'r>(&'r self, event: &mut Map<String, Value>, time: &EventTime, splice: &mut ContextSplice<'r>) {
-        event.insert("receivedAt".into(), Value::String(self.received_at_text.to_owned()));
+        event.insert("receivedAt".into(), Value::String(self.received_at_text.clone()));
         if let Some(device) = event.remove("timestamp")
             && !event.contains_key("originalTimestamp")
         {

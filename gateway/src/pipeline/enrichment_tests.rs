@@ -20,12 +20,13 @@ use serde_json::{Map, Value, json};
 use super::super::clock::{EventTime, format_time};
 use super::super::{Admission, Planned, Verdict};
 use crate::config::Config;
-use crate::enrich::{ClientInfo, anonymize};
-use crate::enrichment::device::ClientHints;
-use crate::enrichment::request::{EdgeRequest, Marks};
-use crate::enrichment::{BotPolicy, RequestFacts};
-use crate::privacy::IpPolicy;
+use crate::enrichment::BotPolicy;
+use crate::enrichment::client::Client;
+use crate::enrichment::hints::ClientHints;
+use crate::enrichment::request::Marks;
+use crate::privacy::{IpPolicy, anonymize};
 use crate::sink::MemorySink;
+use crate::stages::Request;
 use crate::state::AppState;
 
 thread_local! {
@@ -204,47 +205,32 @@ fn events() -> Vec<Value> {
 
 /// The clients of the requests: address and agent, client hints, and the
 /// full address behind an anonymised one.
-fn clients(anonymized: bool) -> Vec<(ClientInfo, RequestFacts)> {
+fn clients(anonymized: bool) -> Vec<Client> {
     let ip = |s: &str| s.parse::<IpAddr>().expect("ip");
-    let mut hints = HeaderMap::new();
-    hints.insert(HeaderName::from_static("sec-ch-ua"), HeaderValue::from_static(r#""HeadlessChrome";v="131""#));
-    hints.insert(HeaderName::from_static("sec-ch-ua-platform"), HeaderValue::from_static(r#""Linux""#));
-    let hinted = RequestFacts { full_ip: None, hints: Some(ClientHints::from_headers(&hints)) };
-    let client = |address: Option<&str>, agent: Option<&str>, facts: RequestFacts| {
-        let full = address.map(ip);
-        let (shown, full_ip) = match full {
-            Some(full) if anonymized => (Some(anonymize(full)), Some(full)),
-            other => (other, None),
-        };
-        let facts = RequestFacts { full_ip: full_ip.or(facts.full_ip), ..facts };
-        (ClientInfo { ip: shown, user_agent: agent.map(str::to_owned) }, facts)
+    let mut headers = HeaderMap::new();
+    headers.insert(HeaderName::from_static("sec-ch-ua"), HeaderValue::from_static(r#""HeadlessChrome";v="131""#));
+    headers.insert(HeaderName::from_static("sec-ch-ua-platform"), HeaderValue::from_static(r#""Linux""#));
+    let client = |address: Option<&str>, agent: Option<&str>, hints: Option<ClientHints>| {
+        let full_ip = address.map(ip);
+        let shown = if anonymized { full_ip.map(anonymize) } else { full_ip };
+        Client { ip: shown, full_ip, user_agent: agent.map(str::to_owned), hints }
     };
     vec![
-        client(Some("203.0.113.9"), Some(CHROME), RequestFacts::default()),
-        client(Some("2001:db8::5"), Some(GOOGLEBOT), RequestFacts::default()),
-        client(Some("192.0.2.1"), Some(IPHONE), RequestFacts::default()),
-        client(Some("203.0.113.9"), Some(CHROME), hinted),
-        client(None, None, RequestFacts::default()),
-        client(None, Some(CHROME), RequestFacts::default()),
+        client(Some("203.0.113.9"), Some(CHROME), None),
+        client(Some("2001:db8::5"), Some(GOOGLEBOT), None),
+        client(Some("192.0.2.1"), Some(IPHONE), None),
+        client(Some("203.0.113.9"), Some(CHROME), Some(ClientHints::from_headers(&headers))),
+        client(None, None, None),
+        client(None, Some(CHROME), None),
     ]
 }
 
 /// One request's verdicts, enriched the new way or the reference way.
-fn admit(state: &AppState, source: &str, client: &ClientInfo, facts: &RequestFacts, reference: bool) -> Vec<Planned> {
+fn admit(state: &AppState, source: &str, client: &Client, reference: bool) -> Vec<Planned> {
     let principal = state.auth.load().by_write_key(&format!("key-{source}")).expect("source");
     let received_at = chrono::DateTime::from_timestamp(1_731_622_400, 123_000_000).expect("time");
-    let received_at_text = format_time(received_at);
-    let schema_ids = state.schema_ids.load();
-    let edge = EdgeRequest::new(&state.edge, &state.catalog, source, facts, client, received_at.timestamp());
-    let arrival = crate::stages::admit::Arrival {
-        received_at,
-        received_at_text: &received_at_text,
-        sent_at: Some("2024-11-14T22:13:21Z"),
-        client,
-        schema_ids: &schema_ids,
-        edge: &edge,
-    };
-    let admission = crate::stages::admit::admission(state, &principal, arrival);
+    let request = Request::from_client(state, "batch", client.clone());
+    let admission = crate::stages::admit::admission(&request, &principal, received_at, Some("2024-11-14T22:13:21Z"));
     REFERENCE.set(reference);
     let planned = admission.admit_all(events());
     REFERENCE.set(false);
@@ -279,9 +265,9 @@ fn spliced_records_are_byte_for_byte_the_map_built_ones() {
         std::fs::create_dir_all(&run).expect("dir");
         let state = state(&run, anonymized);
         for source in state.config.sources.iter().map(|s| s.id.clone()) {
-            for (client, facts) in clients(anonymized) {
-                let new = admit(&state, &source, &client, &facts, false);
-                let old = admit(&state, &source, &client, &facts, true);
+            for client in clients(anonymized) {
+                let new = admit(&state, &source, &client, false);
+                let old = admit(&state, &source, &client, true);
                 assert_eq!(new.len(), old.len());
                 for (index, (new, old)) in new.iter().zip(&old).enumerate() {
                     let (new, old) = (stored(new), stored(old));

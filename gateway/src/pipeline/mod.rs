@@ -16,6 +16,7 @@ mod validate;
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use eventgw_schemas::{Catalog, Rollout, SchemaViolation};
@@ -31,7 +32,9 @@ pub use self::route::IDENTITY_DOMAIN;
 use crate::auth::{AuthMethod, Source};
 use crate::code::Code;
 use crate::config::KafkaConfig;
-use crate::enrich::{ClientInfo, ClientResolver};
+use crate::enrichment::client::{Client, ClientResolver};
+use crate::enrichment::request::EdgeRequest;
+use crate::registry::SchemaIds;
 use crate::sink::OutRecord;
 
 /// What happens to one event.
@@ -105,7 +108,9 @@ pub struct ContractViolation {
 }
 
 /// Everything an event's verdict depends on besides the event: the
-/// request's context as the per-event steps need it.
+/// pipeline's view of the request's one context (`stages::Request`), its
+/// principal and the time it was received, built from them by
+/// `stages::admit::admission` and nothing else.
 pub struct Admission<'a> {
     /// The compiled schema catalog.
     pub catalog: &'a Catalog,
@@ -116,7 +121,7 @@ pub struct Admission<'a> {
     /// When the gateway received the request.
     pub received_at: DateTime<Utc>,
     /// `received_at` formatted once per request, not once per event.
-    pub received_at_text: &'a str,
+    pub received_at_text: String,
     /// The batch's `sentAt`, if any; an event's own `sentAt` wins.
     pub sent_at: Option<&'a str>,
     /// How the request authenticated, carried as the `auth` header.
@@ -127,16 +132,17 @@ pub struct Admission<'a> {
     /// Further identities the JWT vouches for: with the subject, the only
     /// ones an `alias` under the token may name as `previousId`.
     pub vouched: &'a [String],
-    /// The client's IP and user agent, as the gateway sees them.
-    pub client: &'a ClientInfo,
+    /// The request's client, resolved once when it arrived.
+    pub client: &'a Client,
     /// Applies the anonymise setting to client-reported IPs.
     pub clients: &'a ClientResolver,
     /// Largest event accepted, as compact JSON.
     pub max_event_bytes: usize,
     /// Registry ids of framed domains' schemas (Confluent wire format).
-    pub schema_ids: &'a crate::registry::SchemaIds,
-    /// Geo, device, bots, IP policy, personal data, suppression, consent.
-    pub edge: &'a crate::enrichment::request::EdgeRequest<'a>,
+    pub schema_ids: Arc<SchemaIds>,
+    /// Geo, device, bots, IP policy, personal data, suppression, consent
+    /// for the request's events (its caches and counts are the request's).
+    pub edge: EdgeRequest<'a>,
 }
 
 /// The contract an event is checked against: a catalog event, an identity

@@ -14,7 +14,7 @@ impl Admission<'_> {
         let mut headers = vec![
             ("event-id", message_id.to_owned()),
             ("source", self.source.id.clone()),
-            ("received-at", self.received_at_text.to_owned()),
+            ("received-at", self.received_at_text.clone()),
             ("auth", self.auth_method.as_str().to_owned()),
         ];
         if let Some(route) = route {

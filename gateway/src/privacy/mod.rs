@@ -5,6 +5,7 @@
 
 pub mod consent;
 pub mod crypto;
+pub mod ip;
 pub mod keys;
 pub mod keys_cli;
 pub mod personal;
@@ -13,8 +14,8 @@ pub mod suppression_topic;
 
 use crate::privacy::crypto::{CryptoError, UserKeys};
 use crate::privacy::suppression::{SuppressionError, SuppressionList};
-use std::net::IpAddr;
 
+pub use self::ip::{anonymize, hash_ip};
 pub use crate::config::privacy::{IpPolicy, PrivacyConfig, SourcePrivacy};
 
 /// Outcome (and code) of an event whose user is on the suppression list.
@@ -90,12 +91,4 @@ impl Privacy {
         let period = unix_secs.div_euclid(self.salt_period_secs);
         Some(crypto::keyed_hash(key, format!("ip-salt/{period}").as_bytes()).into_bytes())
     }
-}
-
-/// `ip` with the salt of its period, shortened to 128 bits: enough to count
-/// distinct visitors, too short to be a lookup key across datasets.
-pub fn hash_ip(salt: &[u8], ip: IpAddr) -> String {
-    let mut hash = crypto::keyed_hash(salt, ip.to_string().as_bytes());
-    hash.truncate(32);
-    hash
 }

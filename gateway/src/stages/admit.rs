@@ -9,49 +9,39 @@ use chrono::{DateTime, Utc};
 
 use super::{Request, answer};
 use crate::auth::Principal;
-use crate::enrich::ClientInfo;
 use crate::enrichment::request::EdgeRequest;
 use crate::error::ApiError;
 use crate::pipeline::{self, Admission, Planned};
-use crate::registry::SchemaIds;
-use crate::state::AppState;
 use crate::telemetry::Metrics;
 use crate::wire::BatchRequest;
 
-/// What one request adds to the gateway's state and its principal to make
-/// an [`Admission`] (borrowed: the caller keeps them alive).
-pub struct Arrival<'a> {
-    /// When the gateway received the request.
-    pub received_at: DateTime<Utc>,
-    /// `received_at` formatted ([`pipeline::format_time`]).
-    pub received_at_text: &'a str,
-    /// The batch's `sentAt`, if any.
-    pub sent_at: Option<&'a str>,
-    /// The client's IP and user agent.
-    pub client: &'a ClientInfo,
-    /// The Schema Registry ids loaded for this request.
-    pub schema_ids: &'a SchemaIds,
-    /// The request's enrichment context.
-    pub edge: &'a EdgeRequest<'a>,
-}
-
-/// The one way an [`Admission`] is built: the stage's and the benchmarks'.
-pub fn admission<'a>(state: &'a AppState, principal: &'a Principal, arrival: Arrival<'a>) -> Admission<'a> {
-    let Arrival { received_at, received_at_text, sent_at, client, schema_ids, edge } = arrival;
+/// The pipeline's view of `request` for the events `principal` sent,
+/// received at `received_at`: the one way an [`Admission`] is built (the
+/// stage's, the tests' and the benchmarks'). Everything about the client
+/// comes from the request's context, resolved once when it arrived.
+pub fn admission<'a>(
+    request: &'a Request<'_>,
+    principal: &'a Principal,
+    received_at: DateTime<Utc>,
+    sent_at: Option<&'a str>,
+) -> Admission<'a> {
+    let state = request.state;
+    let source = &principal.source;
+    let edge = EdgeRequest::new(&state.edge, &state.catalog, &source.id, &request.client, received_at.timestamp());
     Admission {
         catalog: &state.catalog,
-        source: &principal.source,
+        source,
         kafka: &state.config.kafka,
         received_at,
-        received_at_text,
+        received_at_text: pipeline::format_time(received_at),
         sent_at,
         auth_method: principal.method,
         subject: principal.subject.as_deref(),
         vouched: &principal.identities,
-        client,
+        client: &request.client,
         clients: &state.clients,
         max_event_bytes: state.config.limits.max_event_bytes,
-        schema_ids,
+        schema_ids: state.schema_ids.load_full(),
         edge,
     }
 }
@@ -61,27 +51,9 @@ pub fn events(request: &Request, principal: &Principal, batch: BatchRequest) -> 
     let state = request.state;
     let source = &principal.source;
     state.edge.admits(&source.id).map_err(ApiError::NotReady)?;
-    let received_at = (state.clock)();
-    let received_at_text = pipeline::format_time(received_at);
-    let schema_ids = state.schema_ids.load();
-    let edge = EdgeRequest::new(
-        &state.edge,
-        &state.catalog,
-        &source.id,
-        &request.facts,
-        &request.client,
-        received_at.timestamp(),
-    );
-    let arrival = Arrival {
-        received_at,
-        received_at_text: &received_at_text,
-        sent_at: batch.sent_at.as_deref(),
-        client: &request.client,
-        schema_ids: &schema_ids,
-        edge: &edge,
-    };
-    let planned = admission(state, principal, arrival).admit_all(batch.events);
-    edge.flush(&state.metrics);
+    let admission = admission(request, principal, (state.clock)(), batch.sent_at.as_deref());
+    let planned = admission.admit_all(batch.events);
+    admission.edge.flush(&state.metrics);
     count_violations(&state.metrics, &planned);
     let refused = planned.iter().filter(|p| p.verdict.refuses_strict_batch()).count();
     if source.strict && refused > 0 {

@@ -36,8 +36,7 @@ use std::sync::Arc;
 use actix_web::HttpRequest;
 
 use crate::auth::{AuthState, Principal};
-use crate::enrich::ClientInfo;
-use crate::enrichment::RequestFacts;
+use crate::enrichment::client::Client;
 #[cfg(doc)]
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -49,10 +48,10 @@ pub struct Request<'s> {
     /// The `endpoint` label of the request's metrics (`batch`, `track`, ...,
     /// `pixel`).
     pub endpoint: &'static str,
-    /// The client's IP and user agent.
-    pub client: ClientInfo,
-    /// The full client IP and client hints, for enrichment.
-    pub facts: RequestFacts,
+    /// Who is calling (address after trusted proxies, full and as
+    /// reported; user agent; client hints), resolved once here: quotas,
+    /// lock-out, enrichment and the IP policy all read this one.
+    pub client: Client,
     /// The authentication state this request uses from start to end, even
     /// if a reload swaps in another meanwhile.
     pub auth: Arc<AuthState>,
@@ -64,14 +63,13 @@ pub struct Request<'s> {
 impl<'s> Request<'s> {
     /// The context of `req`, arriving at `endpoint`.
     pub fn new(req: &HttpRequest, state: &'s AppState, endpoint: &'static str) -> Self {
-        Self {
-            state,
-            endpoint,
-            client: state.clients.resolve(req),
-            facts: state.edge.facts(req),
-            auth: state.auth.load_full(),
-            header: None,
-        }
+        Self::from_client(state, endpoint, state.clients.resolve(req))
+    }
+
+    /// The context of a request from `client`, already resolved: for
+    /// benchmarks and tests that choose the client.
+    pub fn from_client(state: &'s AppState, endpoint: &'static str, client: Client) -> Self {
+        Self { state, endpoint, client, auth: state.auth.load_full(), header: None }
     }
 
     /// Counts a failed authentication against the client's address (see

@@ -9,14 +9,13 @@ use std::net::IpAddr;
 use serde_json::{Map, Value};
 
 use super::EdgeRequest;
-use crate::enrich::anonymize;
 use crate::enrichment::splice::Fragment;
-use crate::privacy::{IpPolicy, hash_ip};
+use crate::privacy::{IpPolicy, anonymize, hash_ip};
 
 impl EdgeRequest<'_> {
     /// The full address behind `ip` as written in `context.ip`.
     pub(super) fn full_ip(&self, ip: IpAddr) -> IpAddr {
-        match self.facts.full_ip {
+        match self.client.full_ip {
             Some(full) if self.client.ip == Some(ip) => full,
             _ => ip,
         }
@@ -25,7 +24,7 @@ impl EdgeRequest<'_> {
     /// Whether `ip` is the request's own (full) address, whose texts are
     /// made once per request.
     pub(super) fn is_own(&self, ip: IpAddr) -> bool {
-        self.facts.full_ip.or(self.client.ip) == Some(ip)
+        self.client.full_ip.or(self.client.ip) == Some(ip)
     }
 
     /// `ip` as text: the request's own address once per request.

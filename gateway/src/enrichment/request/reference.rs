@@ -50,7 +50,7 @@ impl EdgeRequest<'_> {
         let Some(ip) = context.get("ip").and_then(Value::as_str).and_then(|s| s.parse::<IpAddr>().ok()) else {
             return;
         };
-        let full = match self.facts.full_ip {
+        let full = match self.client.full_ip {
             Some(full) if self.client.ip == Some(ip) => full,
             _ => ip,
         };
