@@ -6,6 +6,8 @@ use crate::dedupe::{Claim, Store as _};
 
 const HOUR_MS: u64 = 3_600_000;
 const NOW: u64 = 1_800_000_000_000;
+/// Bytes before a frame's payload.
+const HEADER: usize = ID_LOG.head();
 
 fn dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("eventgw-journal-{name}-{}", std::process::id()));
