@@ -237,8 +237,7 @@ fn apply(
     match record.kind {
         b'R' if record.unix_ms >= oldest => {
             for (id, fingerprint, topic) in record.ids {
-                let doubt =
-                    InDoubt { id: id.clone(), fingerprint, topic, reserved_ms: record.unix_ms };
+                let doubt = InDoubt { id: id.clone(), fingerprint, topic, reserved_ms: record.unix_ms };
                 pending.insert(id, (record.token, doubt));
             }
         }

@@ -18,8 +18,8 @@
 //! payload says (`seq | stamp | body`), so spools written before the
 //! storage module existed replay unchanged.
 
-pub use crate::storage::Damage;
 use crate::sink::OutRecord;
+pub use crate::storage::Damage;
 use crate::storage::{self, Format};
 
 /// The first bytes of every segment file.
@@ -185,5 +185,26 @@ mod tests {
             read,
             vec![(7, 1_700_000_000_123, true), (8, 1_700_000_000_456, false), (9, 1_700_000_000_789, false)]
         );
+    }
+
+    /// A frame laid out by hand as the spool wrote it before the storage
+    /// module existed: written the same way, and read.
+    #[test]
+    fn a_frame_of_the_previous_version_reads_and_is_written_the_same() {
+        let body = body();
+        let mut checked = 5u64.to_le_bytes().to_vec();
+        checked.extend_from_slice(&(1_700_000_000_000u64 | 1 << 63).to_le_bytes());
+        checked.extend_from_slice(&body);
+        let mut old = 0x4c4f_5053u32.to_le_bytes().to_vec();
+        old.extend_from_slice(&(checked.len() as u32).to_le_bytes());
+        old.extend_from_slice(&crc32fast::hash(&checked).to_le_bytes());
+        old.extend_from_slice(&checked);
+        let mut ours = Vec::new();
+        frame_flagged(5, 1_700_000_000_000, true, &body, &mut ours);
+        assert_eq!(ours, old, "the same bytes as before");
+        let scan = scan(&old, SEGMENT_HEADER.len() as u64);
+        assert!(scan.damage.is_empty());
+        let r = &scan.records[0];
+        assert_eq!((r.seq, r.appended_at_ms, r.in_flight, r.key.as_str()), (5, 1_700_000_000_000, true, "user-1"));
     }
 }
