@@ -166,6 +166,7 @@ impl Journal {
 
     /// Appends one record of `ids` (one `write(2)`); a failure is logged
     /// and counted, never returned: the id log only ever prevents duplicates.
+    /// What part of a failed write reached the file is cut off again.
     pub fn append(&mut self, kind: Kind, now_ms: u64, ids: &[Reservation]) {
         if ids.is_empty() {
             return;
