@@ -27,6 +27,7 @@ pub mod server;
 pub mod sink;
 pub mod stages;
 pub mod state;
+pub mod storage;
 pub mod telemetry;
 pub mod tls;
 pub mod topics;

@@ -11,24 +11,27 @@
 //! machine crash may forget the last seconds (their retries may then be
 //! stored twice, never dropped).
 //!
-//! Frame: magic byte, payload length (u32 LE), CRC-32 of the payload (u32
-//! LE), payload. A torn or corrupt frame is skipped by scanning on to the
-//! next frame whose checksum holds; what was skipped is counted and logged.
+//! The files are [`crate::storage`] segments of the format [`ID_LOG`] (no
+//! header; frame: magic byte `0xE7`, payload length (u32 LE), CRC-32 of the
+//! payload (u32 LE), payload, as before the storage module existed, so a
+//! log left by a previous version still reads). A torn or corrupt frame is
+//! skipped by reading on from the next frame whose checksum holds; what was
+//! skipped is counted and logged. This module holds the payload: the kind,
+//! the time, the token and the ids.
 //! Files are cut like the memory store's slices (by time and by ids) and
 //! deleted once everything in them is older than the window, so the log
 //! stays bounded; a restart always starts a new file.
 
 use std::collections::{HashMap, VecDeque};
 use std::fs::{File, OpenOptions};
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::{EventId, Reservation, StoreError};
+use crate::storage::{self, Appender, Format};
 
-const MAGIC: u8 = 0xE7;
-const HEADER: usize = 9;
-/// Longest payload a frame may claim: a request of 10 000 ids of 4 KiB.
-const MAX_PAYLOAD: usize = 64 << 20;
+/// The id log's segment format. The longest payload a frame may claim: a
+/// request of 10 000 ids of 4 KiB.
+pub const ID_LOG: Format = Format { header: b"", magic: &[0xE7], min_payload: 0, max_payload: 64 << 20 };
 const LOCK_FILE: &str = "LOCK";
 
 /// What a record says of its ids.
@@ -74,8 +77,8 @@ pub struct Journal {
     dir: PathBuf,
     /// Held for the process's life: a second gateway on the same directory would interleave writes.
     _lock: File,
-    /// The file appended to, its number and when it was opened (Unix ms).
-    file: File,
+    /// The file appended to (no fsync), its number and when it was opened (Unix ms).
+    file: Appender,
     seq: u64,
     opened_ms: u64,
     /// Ids confirmed into the current file (it is cut at `slice_ids`).
@@ -119,13 +122,17 @@ impl Journal {
         let mut pending: HashMap<EventId, (u64, InDoubt)> = HashMap::new();
         let oldest = now_ms.saturating_sub(window_ms);
         for (_, _, path) in &files {
-            let bytes = std::fs::read(path).map_err(|e| err("cannot read a file of", e))?;
-            let skipped = replay.skipped_bytes;
-            read_frames(&bytes, &mut replay, |record| apply(record, oldest, &mut pending, &mut confirmed));
-            if replay.skipped_bytes > skipped {
+            let (_, damage) = storage::read_segment(ID_LOG, path, decode, |record| {
+                replay.records += 1;
+                apply(record, oldest, &mut pending, &mut confirmed);
+            })
+            .map_err(|e| err("cannot read a file of", e))?;
+            let skipped: u64 = damage.iter().map(|d| d.len).sum();
+            replay.skipped_bytes += skipped;
+            if skipped > 0 {
                 tracing::warn!(
                     file = %path.display(),
-                    skipped_bytes = replay.skipped_bytes - skipped,
+                    skipped_bytes = skipped,
                     "Dedupe id log: torn or corrupt frames skipped; their ids may be stored twice"
                 );
             }
@@ -159,6 +166,7 @@ impl Journal {
 
     /// Appends one record of `ids` (one `write(2)`); a failure is logged
     /// and counted, never returned: the id log only ever prevents duplicates.
+    /// What part of a failed write reached the file is cut off again.
     pub fn append(&mut self, kind: Kind, now_ms: u64, ids: &[Reservation]) {
         if ids.is_empty() {
             return;
@@ -170,9 +178,9 @@ impl Journal {
             self.confirmed += ids.len();
         }
         encode(&mut self.buf, kind, now_ms, ids);
-        if let Err(e) = self.file.write_all(&self.buf) {
+        if let Err(e) = self.file.append(&self.buf) {
             self.write_errors += 1;
-            tracing::warn!(error = %e, dir = %self.dir.display(), "Dedupe id log not written; after a crash these ids may be stored twice");
+            tracing::warn!(error = %e.error, dir = %self.dir.display(), "Dedupe id log not written; after a crash these ids may be stored twice");
         }
     }
 
@@ -214,15 +222,15 @@ impl Journal {
 }
 
 /// One decoded record.
-struct Record<'a> {
+struct Record {
     kind: u8,
     unix_ms: u64,
     token: u64,
-    ids: Vec<(EventId, u32, &'a str)>,
+    ids: Vec<(EventId, u32, String)>,
 }
 
 fn apply(
-    record: Record<'_>,
+    record: Record,
     oldest: u64,
     pending: &mut HashMap<EventId, (u64, InDoubt)>,
     confirmed: &mut impl FnMut(u64, &[(EventId, u32)]),
@@ -230,8 +238,7 @@ fn apply(
     match record.kind {
         b'R' if record.unix_ms >= oldest => {
             for (id, fingerprint, topic) in record.ids {
-                let doubt =
-                    InDoubt { id: id.clone(), fingerprint, topic: topic.to_owned(), reserved_ms: record.unix_ms };
+                let doubt = InDoubt { id: id.clone(), fingerprint, topic, reserved_ms: record.unix_ms };
                 pending.insert(id, (record.token, doubt));
             }
         }
@@ -262,65 +269,25 @@ fn apply(
 
 fn encode(buf: &mut Vec<u8>, kind: Kind, unix_ms: u64, ids: &[Reservation]) {
     buf.clear();
-    buf.extend_from_slice(&[MAGIC, 0, 0, 0, 0, 0, 0, 0, 0]);
-    buf.push(kind as u8);
-    buf.extend_from_slice(&unix_ms.to_le_bytes());
-    buf.extend_from_slice(&ids.first().map_or(0, |r| r.token).to_le_bytes());
-    buf.extend_from_slice(&u32::try_from(ids.len()).unwrap_or(u32::MAX).to_le_bytes());
-    for r in ids {
-        buf.extend_from_slice(&r.fingerprint.to_le_bytes());
-        let topic = if kind == Kind::Reserved { r.topic.as_str() } else { "" };
-        for text in [r.id.source.as_str(), r.id.message_id.as_str(), topic] {
-            let len = u16::try_from(text.len()).unwrap_or(u16::MAX);
-            buf.extend_from_slice(&len.to_le_bytes());
-            buf.extend_from_slice(&text.as_bytes()[..usize::from(len)]);
-        }
-    }
-    let payload = buf.len() - HEADER;
-    buf[1..5].copy_from_slice(&u32::try_from(payload).unwrap_or(u32::MAX).to_le_bytes());
-    let crc = crc32fast::hash(&buf[HEADER..]);
-    buf[5..9].copy_from_slice(&crc.to_le_bytes());
-}
-
-/// Calls `each` for every sound frame of `bytes`; counts what it skips.
-fn read_frames<'a>(bytes: &'a [u8], replay: &mut Replay, mut each: impl FnMut(Record<'a>)) {
-    let mut at = 0;
-    while at < bytes.len() {
-        match frame(&bytes[at..]) {
-            Some((record, len)) => {
-                replay.records += 1;
-                each(record);
-                at += len;
-            }
-            None => {
-                // Torn tail or damage: look for the next frame that checks out.
-                let next = bytes[at + 1..].iter().position(|b| *b == MAGIC).map_or(bytes.len(), |p| at + 1 + p);
-                let skip_to = (next..bytes.len()).find(|&i| bytes[i] == MAGIC && frame(&bytes[i..]).is_some());
-                let to = skip_to.unwrap_or(bytes.len());
-                replay.skipped_bytes += (to - at) as u64;
-                at = to;
+    ID_LOG.frame(buf, |buf| {
+        buf.push(kind as u8);
+        buf.extend_from_slice(&unix_ms.to_le_bytes());
+        buf.extend_from_slice(&ids.first().map_or(0, |r| r.token).to_le_bytes());
+        buf.extend_from_slice(&u32::try_from(ids.len()).unwrap_or(u32::MAX).to_le_bytes());
+        for r in ids {
+            buf.extend_from_slice(&r.fingerprint.to_le_bytes());
+            let topic = if kind == Kind::Reserved { r.topic.as_str() } else { "" };
+            for text in [r.id.source.as_str(), r.id.message_id.as_str(), topic] {
+                let len = u16::try_from(text.len()).unwrap_or(u16::MAX);
+                buf.extend_from_slice(&len.to_le_bytes());
+                buf.extend_from_slice(&text.as_bytes()[..usize::from(len)]);
             }
         }
-    }
+    });
 }
 
-/// The frame at the start of `bytes` and its length, if it is whole and sound.
-fn frame(bytes: &[u8]) -> Option<(Record<'_>, usize)> {
-    if bytes.len() < HEADER || bytes[0] != MAGIC {
-        return None;
-    }
-    let len = usize::try_from(u32::from_le_bytes(bytes[1..5].try_into().ok()?)).ok()?;
-    if len > MAX_PAYLOAD || bytes.len() < HEADER + len {
-        return None;
-    }
-    let payload = &bytes[HEADER..HEADER + len];
-    if crc32fast::hash(payload) != u32::from_le_bytes(bytes[5..9].try_into().ok()?) {
-        return None;
-    }
-    decode(payload).map(|r| (r, HEADER + len))
-}
-
-fn decode(payload: &[u8]) -> Option<Record<'_>> {
+/// The record in a frame's payload (its checksum held).
+fn decode(payload: &[u8]) -> Option<Record> {
     let mut cursor = Cursor(payload);
     let kind = cursor.take(1)?[0];
     let unix_ms = u64::from_le_bytes(cursor.take(8)?.try_into().ok()?);
@@ -332,7 +299,8 @@ fn decode(payload: &[u8]) -> Option<Record<'_>> {
         let source = cursor.text()?;
         let message_id = cursor.text()?;
         let topic = cursor.text()?;
-        ids.push((EventId { source: source.to_owned(), message_id: message_id.to_owned() }, fingerprint, topic));
+        let id = EventId { source: source.to_owned(), message_id: message_id.to_owned() };
+        ids.push((id, fingerprint, topic.to_owned()));
     }
     (cursor.0.is_empty() && matches!(kind, b'R' | b'C' | b'X')).then_some(Record { kind, unix_ms, token, ids })
 }
@@ -359,24 +327,17 @@ fn segment_path(dir: &Path, seq: u64, opened_ms: u64) -> PathBuf {
     dir.join(format!("ids-{seq:012}-{opened_ms}.log"))
 }
 
-fn create(dir: &Path, seq: u64, opened_ms: u64) -> std::io::Result<File> {
-    OpenOptions::new().create_new(true).append(true).open(segment_path(dir, seq, opened_ms))
+fn create(dir: &Path, seq: u64, opened_ms: u64) -> std::io::Result<Appender> {
+    Appender::create(&ID_LOG, &segment_path(dir, seq, opened_ms), false)
 }
 
 /// The log's files, oldest first: (number, opened at, path).
 fn list(dir: &Path) -> std::io::Result<Vec<(u64, u64, PathBuf)>> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        let Some(name) = path.file_name().and_then(|n| n.to_str()) else { continue };
-        let Some(rest) = name.strip_prefix("ids-").and_then(|r| r.strip_suffix(".log")) else { continue };
-        let Some((seq, opened)) = rest.split_once('-') else { continue };
-        if let (Ok(seq), Ok(opened)) = (seq.parse(), opened.parse()) {
-            files.push((seq, opened, path));
-        }
-    }
-    files.sort();
-    Ok(files)
+    let files = storage::list(dir, |name| {
+        let (seq, opened) = name.strip_prefix("ids-")?.strip_suffix(".log")?.split_once('-')?;
+        Some((seq.parse::<u64>().ok()?, opened.parse::<u64>().ok()?))
+    })?;
+    Ok(files.into_iter().map(|((seq, opened), path)| (seq, opened, path)).collect())
 }
 
 #[cfg(test)]

@@ -6,6 +6,8 @@ use crate::dedupe::{Claim, Store as _};
 
 const HOUR_MS: u64 = 3_600_000;
 const NOW: u64 = 1_800_000_000_000;
+/// Bytes before a frame's payload.
+const HEADER: usize = ID_LOG.head();
 
 fn dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("eventgw-journal-{name}-{}", std::process::id()));
@@ -169,4 +171,31 @@ fn the_memory_store_survives_a_crash_and_holds_ids_in_doubt_until_settled() {
         vec!["cut-1"],
         "only the retry reserved above"
     );
+}
+
+/// A file laid out by hand as the id log wrote it before the storage
+/// module existed (no header; magic byte, length, CRC-32, payload): read.
+#[test]
+fn a_file_of_the_previous_version_still_reads() {
+    let dir = dir("previous");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let mut payload = vec![b'C'];
+    payload.extend_from_slice(&NOW.to_le_bytes());
+    payload.extend_from_slice(&1u64.to_le_bytes());
+    payload.extend_from_slice(&1u32.to_le_bytes());
+    payload.extend_from_slice(&9u32.to_le_bytes());
+    for text in ["web", "old-0", ""] {
+        payload.extend_from_slice(&(text.len() as u16).to_le_bytes());
+        payload.extend_from_slice(text.as_bytes());
+    }
+    let mut old = vec![0xE7];
+    old.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    old.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    old.extend_from_slice(&payload);
+    let mut ours = Vec::new();
+    encode(&mut ours, Kind::Confirmed, NOW, &ids("old", 1, 1));
+    assert_eq!(ours, old, "the same bytes as before");
+    std::fs::write(segment_path(&dir, 1, NOW), &old).expect("write");
+    let (_, replay, confirmed) = open(&dir, NOW + 1);
+    assert_eq!((confirmed, replay.skipped_bytes), (vec!["old-0".to_owned()], 0));
 }

@@ -12,21 +12,25 @@
 //!            | header count u16, each (u16 len, name)(u32 len, value) | payload (u32 len, bytes)
 //! ```
 //!
-//! After a damaged frame, the reader looks for the next magic whose frame
-//! checks, so one bad record costs that record, not the rest of its segment.
+//! The header, the frames, their checksums and the scan that steps over
+//! damage are [`crate::storage`]'s (magic `SPOL` is `0x4c4f5053` as a
+//! little-endian u32, as it always was); this module holds what a frame's
+//! payload says (`seq | stamp | body`), so spools written before the
+//! storage module existed replay unchanged.
 
 use crate::sink::OutRecord;
+pub use crate::storage::Damage;
+use crate::storage::{self, Format};
 
 /// The first bytes of every segment file.
 pub const SEGMENT_HEADER: &[u8; 8] = b"EVGWSPL1";
-/// The first bytes of every frame: where the reader resynchronises.
-const MAGIC: u32 = 0x4c4f_5053;
-/// magic + len + crc.
-pub(super) const FRAME_HEAD: usize = 12;
-/// seq + appended_at_ms, inside `len`.
+/// seq + appended_at_ms, at the start of every payload.
 const FRAME_FIXED: usize = 16;
 /// A frame claiming more than this is damage, not a record.
 pub const MAX_FRAME: usize = 64 * 1024 * 1024;
+/// The spool's segment format.
+pub const SPOOL: Format =
+    Format { header: SEGMENT_HEADER, magic: b"SPOL", min_payload: FRAME_FIXED, max_payload: MAX_FRAME };
 
 /// One record read back from the spool, with everything Kafka needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,27 +53,8 @@ pub struct SpooledRecord {
     pub payload: Vec<u8>,
 }
 
-/// Bytes that do not form a valid frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Damage {
-    /// Offset in the segment file.
-    pub offset: u64,
-    /// How many bytes were stepped over.
-    pub len: u64,
-    /// True when nothing valid follows: a torn tail, typically a crash mid-write.
-    pub torn_tail: bool,
-}
-
 /// What a scan of a segment (or part of one) found.
-#[derive(Debug, Default)]
-pub struct Scan {
-    /// Valid records, in file order.
-    pub records: Vec<SpooledRecord>,
-    /// Damaged spans, in file order.
-    pub damage: Vec<Damage>,
-    /// Bytes of valid frames.
-    pub valid_bytes: u64,
-}
+pub type Scan = storage::Scan<SpooledRecord>;
 
 /// Encodes what a frame carries after seq and time: done on the request's
 /// thread so the writer thread only frames, checksums and writes.
@@ -96,19 +81,12 @@ pub fn frame(seq: u64, appended_at_ms: u64, body: &[u8], out: &mut Vec<u8>) -> u
 
 /// [`frame`], saying whether the record's first send is still in flight.
 pub fn frame_flagged(seq: u64, appended_at_ms: u64, in_flight: bool, body: &[u8], out: &mut Vec<u8>) -> usize {
-    let appended_at_ms = (appended_at_ms & !IN_FLIGHT) | if in_flight { IN_FLIGHT } else { 0 };
-    let len = FRAME_FIXED + body.len();
-    let mut crc = crc32fast::Hasher::new();
-    crc.update(&seq.to_le_bytes());
-    crc.update(&appended_at_ms.to_le_bytes());
-    crc.update(body);
-    out.extend_from_slice(&MAGIC.to_le_bytes());
-    out.extend_from_slice(&u32::try_from(len).unwrap_or(u32::MAX).to_le_bytes());
-    out.extend_from_slice(&crc.finalize().to_le_bytes());
-    out.extend_from_slice(&seq.to_le_bytes());
-    out.extend_from_slice(&appended_at_ms.to_le_bytes());
-    out.extend_from_slice(body);
-    FRAME_HEAD + len
+    let stamp = (appended_at_ms & !IN_FLIGHT) | if in_flight { IN_FLIGHT } else { 0 };
+    SPOOL.frame(out, |payload| {
+        payload.extend_from_slice(&seq.to_le_bytes());
+        payload.extend_from_slice(&stamp.to_le_bytes());
+        payload.extend_from_slice(body);
+    })
 }
 
 fn put_bytes16(out: &mut Vec<u8>, bytes: &[u8]) {
@@ -125,99 +103,11 @@ fn put_bytes32(out: &mut Vec<u8>, bytes: &[u8]) {
 /// Reads every frame of `bytes`, which start at file offset `base`.
 /// Damage is recorded and stepped over.
 pub fn scan(bytes: &[u8], base: u64) -> Scan {
-    scan_part(bytes, base, true, usize::MAX, &mut None).0
-}
-
-/// Reads up to `max` frames of `bytes` (file offset `base`); returns them
-/// and how many bytes were consumed. Unless `at_end`, a frame cut off by the
-/// end of `bytes` is left unconsumed for the next call (it may be whole in
-/// the file), and so is damage that may go on: `damaged_from` carries an
-/// open damaged span from one call to the next.
-pub(super) fn scan_part(
-    bytes: &[u8],
-    base: u64,
-    at_end: bool,
-    max: usize,
-    damaged_from: &mut Option<u64>,
-) -> (Scan, usize) {
-    let mut scan = Scan::default();
-    let mut at = 0;
-    while at < bytes.len() && scan.records.len() < max {
-        match read_frame(&bytes[at..]) {
-            Frame::Whole(record, used) => {
-                if let Some(from) = damaged_from.take() {
-                    let len = base + at as u64 - from;
-                    scan.damage.push(Damage { offset: from, len, torn_tail: false });
-                }
-                scan.records.push(record);
-                scan.valid_bytes += used as u64;
-                at += used;
-            }
-            Frame::Short if !at_end => break,
-            Frame::Short | Frame::Bad => {
-                damaged_from.get_or_insert(base + at as u64);
-                at = resync(bytes, at + 1, at_end);
-            }
-        }
-    }
-    if at_end
-        && at >= bytes.len()
-        && let Some(from) = damaged_from.take()
-    {
-        scan.damage.push(Damage { offset: from, len: base + bytes.len() as u64 - from, torn_tail: true });
-    }
-    (scan, at)
-}
-
-/// Where the next frame may start: the next magic at or after `from`; with
-/// none, the end, or (unless `at_end`) the last bytes that could begin one.
-fn resync(bytes: &[u8], from: usize, at_end: bool) -> usize {
-    let needle = MAGIC.to_le_bytes();
-    match bytes.get(from..).and_then(|rest| rest.windows(4).position(|w| w == needle)) {
-        Some(p) => from + p,
-        None if at_end => bytes.len(),
-        None => from.max(bytes.len().saturating_sub(needle.len() - 1)).min(bytes.len()),
-    }
-}
-
-/// What the bytes at a position hold.
-enum Frame {
-    /// A whole frame whose checksum holds, and its length.
-    Whole(SpooledRecord, usize),
-    /// The start of a frame whose end is not in the bytes.
-    Short,
-    /// Not a frame.
-    Bad,
-}
-
-/// One frame at the start of `bytes`, if it is whole and its checksum holds.
-fn read_frame(bytes: &[u8]) -> Frame {
-    let magic = MAGIC.to_le_bytes();
-    if bytes.len() < FRAME_HEAD {
-        let prefix = bytes.len().min(magic.len());
-        return if bytes[..prefix] == magic[..prefix] { Frame::Short } else { Frame::Bad };
-    }
-    let mut r = Reader { bytes, at: 0 };
-    let (Some(found), Some(len), Some(crc)) = (r.u32(), r.u32(), r.u32()) else { return Frame::Bad };
-    let len = len as usize;
-    if found != MAGIC || !(FRAME_FIXED..=MAX_FRAME).contains(&len) {
-        return Frame::Bad;
-    }
-    if bytes.len() < FRAME_HEAD + len {
-        return Frame::Short;
-    }
-    let checked = &bytes[FRAME_HEAD..FRAME_HEAD + len];
-    if crc32fast::hash(checked) != crc {
-        return Frame::Bad;
-    }
-    match decode(checked) {
-        Some(record) => Frame::Whole(record, FRAME_HEAD + len),
-        None => Frame::Bad,
-    }
+    storage::scan(&SPOOL, bytes, base, decode)
 }
 
 /// The record inside a frame whose checksum holds.
-fn decode(checked: &[u8]) -> Option<SpooledRecord> {
+pub(super) fn decode(checked: &[u8]) -> Option<SpooledRecord> {
     let mut r = Reader { bytes: checked, at: 0 };
     let seq = r.u64()?;
     let stamp = r.u64()?;
@@ -295,5 +185,26 @@ mod tests {
             read,
             vec![(7, 1_700_000_000_123, true), (8, 1_700_000_000_456, false), (9, 1_700_000_000_789, false)]
         );
+    }
+
+    /// A frame laid out by hand as the spool wrote it before the storage
+    /// module existed: written the same way, and read.
+    #[test]
+    fn a_frame_of_the_previous_version_reads_and_is_written_the_same() {
+        let body = body();
+        let mut checked = 5u64.to_le_bytes().to_vec();
+        checked.extend_from_slice(&(1_700_000_000_000u64 | 1 << 63).to_le_bytes());
+        checked.extend_from_slice(&body);
+        let mut old = 0x4c4f_5053u32.to_le_bytes().to_vec();
+        old.extend_from_slice(&(checked.len() as u32).to_le_bytes());
+        old.extend_from_slice(&crc32fast::hash(&checked).to_le_bytes());
+        old.extend_from_slice(&checked);
+        let mut ours = Vec::new();
+        frame_flagged(5, 1_700_000_000_000, true, &body, &mut ours);
+        assert_eq!(ours, old, "the same bytes as before");
+        let scan = scan(&old, SEGMENT_HEADER.len() as u64);
+        assert!(scan.damage.is_empty());
+        let r = &scan.records[0];
+        assert_eq!((r.seq, r.appended_at_ms, r.in_flight, r.key.as_str()), (5, 1_700_000_000_000, true, "user-1"));
     }
 }

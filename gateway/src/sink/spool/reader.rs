@@ -1,134 +1,58 @@
-//! Reading segment files a bounded chunk at a time: replay, recovery and
-//! `gateway spool inspect` walk segments of up to `spool.segment_bytes`
-//! (64 MiB by default) while holding one chunk and one round of records.
+//! Reading spool segments a bounded chunk at a time (replay, recovery and
+//! `gateway spool inspect`): [`crate::storage`]'s reader, decoding each
+//! frame's payload into a [`SpooledRecord`].
 
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
-use super::format::{Damage, FRAME_HEAD, MAX_FRAME, SEGMENT_HEADER, SpooledRecord, scan_part};
+use super::format::{Damage, SPOOL, SpooledRecord, decode};
+use crate::storage;
 
-/// Bytes read from disk per step: what the reader holds at most, besides
-/// one frame larger than this.
-const READ_CHUNK: usize = 256 * 1024;
-
-/// Reads the frames of a segment file between two offsets a bounded chunk
-/// at a time, so replaying or recovering a 64 MiB segment never holds it
-/// in memory.
-pub struct SegmentReader {
-    file: File,
-    /// File offset of `buf[0]`: everything before it is consumed.
-    offset: u64,
-    /// Where reading stops (the committed length).
-    end: u64,
-    /// Read and not yet consumed; at most one chunk plus one frame.
-    buf: Vec<u8>,
-    /// Start of a damaged span that may continue in the next chunk.
-    damaged_from: Option<u64>,
-    /// Damage found so far.
-    damage: Vec<Damage>,
-    /// The file ended before `end`: it is shorter than what was committed.
-    cut: bool,
-}
+/// Reads the records of a spool segment between two offsets a bounded
+/// chunk at a time, so replaying or recovering a 64 MiB segment never
+/// holds it in memory.
+pub struct SegmentReader(storage::SegmentReader);
 
 impl SegmentReader {
     /// Reads `path` from offset `from` up to `end`.
     pub fn open(path: &Path, from: u64, end: u64) -> std::io::Result<Self> {
-        let mut file = File::open(path)?;
-        file.seek(SeekFrom::Start(from))?;
-        Ok(Self {
-            file,
-            offset: from,
-            end: end.max(from),
-            buf: Vec::new(),
-            damaged_from: None,
-            damage: Vec::new(),
-            cut: false,
-        })
+        storage::SegmentReader::open(SPOOL, path, from, end).map(Self)
     }
 
     /// Up to `max` records (at least one unless the end is reached): empty
     /// only when everything up to the end is read.
     pub fn next(&mut self, max: usize) -> std::io::Result<Vec<SpooledRecord>> {
-        loop {
-            let at_end = self.offset + self.buf.len() as u64 >= self.end;
-            let (scan, used) = scan_part(&self.buf, self.offset, at_end, max, &mut self.damaged_from);
-            self.buf.drain(..used);
-            self.offset += used as u64;
-            self.damage.extend(scan.damage);
-            if !scan.records.is_empty() || (at_end && self.buf.is_empty()) {
-                return Ok(scan.records);
-            }
-            self.read_more()?;
-        }
-    }
-
-    /// Appends the next chunk (or the rest of a frame larger than a chunk).
-    fn read_more(&mut self) -> std::io::Result<()> {
-        let frame = match self.buf.get(4..8) {
-            Some(len) => FRAME_HEAD + u32::from_le_bytes(len.try_into().unwrap_or_default()) as usize,
-            None => 0,
-        };
-        let want = READ_CHUNK.max(frame.min(FRAME_HEAD + MAX_FRAME));
-        let left = self.end - self.offset - self.buf.len() as u64;
-        let take = usize::try_from(left).unwrap_or(usize::MAX).min(want.saturating_sub(self.buf.len()).max(1));
-        let start = self.buf.len();
-        self.buf.resize(start + take, 0);
-        let read = self.file.read(&mut self.buf[start..]);
-        let read = read.inspect_err(|_| self.buf.truncate(start))?;
-        self.buf.truncate(start + read);
-        if read == 0 {
-            // The file is shorter than `end`: what is there is all there is.
-            self.end = self.offset + self.buf.len() as u64;
-            self.cut = true;
-        }
-        Ok(())
+        self.0.next(max, decode)
     }
 
     /// The file offset up to which frames were consumed.
     pub fn offset(&self) -> u64 {
-        self.offset
+        self.0.offset()
     }
 
     /// True when the file turned out shorter than the end it was opened
     /// with (for a live segment: truncated under the gateway).
     pub fn short(&self) -> bool {
-        self.cut
+        self.0.short()
     }
 
     /// Damaged spans found so far.
     pub fn damage(&self) -> &[Damage] {
-        &self.damage
+        self.0.damage()
     }
 }
 
 /// Reads a whole segment file a chunk at a time, handing each valid record
 /// to `each`; returns the file's length and its damage (a bad header first).
-pub fn read_segment(path: &Path, mut each: impl FnMut(SpooledRecord)) -> std::io::Result<(u64, Vec<Damage>)> {
-    let len = std::fs::metadata(path)?.len();
-    let mut header = [0; SEGMENT_HEADER.len()];
-    let got = File::open(path)?.read(&mut header)?;
-    let mut damage = Vec::new();
-    if header[..got] != SEGMENT_HEADER[..] {
-        damage.push(Damage { offset: 0, len: got as u64, torn_tail: false });
-    }
-    let mut reader = SegmentReader::open(path, SEGMENT_HEADER.len() as u64, len)?;
-    loop {
-        let records = reader.next(1024)?;
-        if records.is_empty() {
-            break;
-        }
-        records.into_iter().for_each(&mut each);
-    }
-    damage.extend_from_slice(reader.damage());
-    Ok((len, damage))
+pub fn read_segment(path: &Path, each: impl FnMut(SpooledRecord)) -> std::io::Result<(u64, Vec<Damage>)> {
+    storage::read_segment(SPOOL, path, decode, each)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::sink::OutRecord;
-    use crate::sink::spool::format::{encode_body, frame, scan};
+    use crate::sink::spool::format::{SEGMENT_HEADER, encode_body, frame, scan};
+    use crate::storage::READ_CHUNK;
 
     /// A segment of `n` records with payloads of varied sizes (some larger
     /// than a read chunk), so frames straddle chunk boundaries.

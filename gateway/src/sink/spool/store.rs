@@ -281,17 +281,7 @@ pub fn report_damage(path: &Path, damage: &Damage) {
 
 /// `(first seq, path)` of every segment file, oldest first.
 pub fn segment_files(dir: &Path) -> Result<Vec<(u64, PathBuf)>, SpoolError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| SpoolError::io(dir, e))?;
-    let mut files: Vec<(u64, PathBuf)> = entries
-        .filter_map(Result::ok)
-        .filter_map(|e| {
-            let path = e.path();
-            let seq = path.file_name()?.to_str()?.strip_suffix(".seg")?.parse().ok()?;
-            Some((seq, path))
-        })
-        .collect();
-    files.sort();
-    Ok(files)
+    crate::storage::list(dir, |name| name.strip_suffix(".seg")?.parse().ok()).map_err(|e| SpoolError::io(dir, e))
 }
 
 /// The file name of the segment whose first record is `seq`.

@@ -2,8 +2,6 @@
 //! append waiting in its channel, writes them as one buffer and fsyncs
 //! once, then answers them all; while it fsyncs, the next group gathers.
 
-use std::fs::File;
-use std::io::Write;
 use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -14,6 +12,7 @@ use tokio::sync::oneshot;
 use super::format;
 use super::store::{Fate, Segment, Shared, now_ms, segment_path};
 use super::{SpoolConfig, SpoolError};
+use crate::storage::Appender;
 
 mod repair;
 
@@ -76,7 +75,7 @@ pub struct Writer {
     shared: Arc<Shared>,
     config: SpoolConfig,
     /// The segment being appended to.
-    active: Option<File>,
+    active: Option<Appender>,
     /// A segment holding bytes of a failed write past its committed length
     /// (the cut back failed): no append is taken until it is cut back, so
     /// a record answered 503 is never replayed after a restart.
@@ -232,53 +231,34 @@ impl Writer {
         if roll || self.active.is_none() {
             self.start_segment(first_seq)?;
         }
-        let (path, committed) = {
-            let index = self.shared.index();
-            index.segments.back().map(|s| (s.path.clone(), s.len)).unwrap_or_default()
-        };
-        let file = self.active.as_mut().ok_or_else(|| SpoolError::io(&path, std::io::Error::other("no segment")))?;
-        let outcome =
-            file.write_all(buf).and_then(|()| if self.config.unsafe_skip_fsync { Ok(()) } else { file.sync_data() });
-        if let Err(error) = outcome {
-            // All or nothing: what part of the group reached the disk is cut
-            // off again, so none of these records (answered 503) is replayed.
-            let cut = file.set_len(committed).and_then(|()| file.sync_data());
-            tracing::error!(%error, cut_back = cut.is_ok(), "Spool write failed; those requests get 503 and none of their records is kept");
-            if cut.is_err() {
-                self.active = None;
-                self.torn = Some((path.clone(), committed));
-            }
-            return Err(SpoolError::io(&path, error));
+        let no_segment = || SpoolError::io(&self.shared.dir, std::io::Error::other("no segment"));
+        let active = self.active.as_mut().ok_or_else(no_segment)?;
+        // All or nothing: what part of the group reached the disk is cut
+        // off again, so none of these records (answered 503) is replayed.
+        let Err(failed) = active.append(buf) else { return Ok(()) };
+        let path = active.path().to_owned();
+        tracing::error!(error = %failed.error, cut_back = failed.cut_back, "Spool write failed; those requests get 503 and none of their records is kept");
+        if !failed.cut_back {
+            self.torn = Some((path.clone(), active.committed()));
+            self.active = None;
         }
-        Ok(())
+        Err(SpoolError::io(&path, failed.error))
     }
 
     /// Seals the active segment and creates the next (fsyncing the
     /// directory so the new file's name survives a crash).
     fn start_segment(&mut self, first_seq: u64) -> Result<(), SpoolError> {
         let path = segment_path(&self.shared.dir, first_seq);
-        let mut file =
-            File::options().create_new(true).append(true).open(&path).map_err(|e| SpoolError::io(&path, e))?;
-        let ready = file.write_all(format::SEGMENT_HEADER).and_then(|()| {
-            if self.config.unsafe_skip_fsync {
-                return Ok(());
-            }
-            file.sync_all()?;
-            File::open(&self.shared.dir).and_then(|d| d.sync_all())
-        });
-        if let Err(error) = ready {
-            // No empty segment left behind per failed attempt.
-            drop(file);
-            let _ = std::fs::remove_file(&path);
-            return Err(SpoolError::io(&path, error));
-        }
+        let fsync = !self.config.unsafe_skip_fsync;
+        // On failure no empty segment is left behind per attempt.
+        let appender = Appender::create(&format::SPOOL, &path, fsync).map_err(|e| SpoolError::io(&path, e))?;
         let mut index = self.shared.index();
         if let Some(last) = index.segments.back_mut() {
             last.sealed = true;
         }
-        let len = format::SEGMENT_HEADER.len() as u64;
+        let len = appender.committed();
         index.segments.push_back(Segment { path, first_seq, len, sealed: false, damaged: false });
-        self.active = Some(file);
+        self.active = Some(appender);
         Ok(())
     }
 

@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 
 use super::Writer;
 use crate::sink::spool::SpoolError;
+use crate::storage;
 
 /// While appends fail, the writer checks this often whether the disk takes
 /// writes again (so readiness recovers without traffic).
@@ -19,18 +20,10 @@ impl Writer {
     /// Cuts a segment a failed write left torn back to its committed length.
     pub(super) fn cut_back_torn(&mut self) -> Result<(), SpoolError> {
         let Some((path, committed)) = self.torn.take() else { return Ok(()) };
-        let cut = File::options().write(true).open(&path).and_then(|f| {
-            f.set_len(committed)?;
-            f.sync_data()
-        });
-        match cut {
-            Ok(()) => Ok(()),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(error) => {
-                self.torn = Some((path.clone(), committed));
-                Err(SpoolError::io(&path, error))
-            }
-        }
+        storage::cut_back(&path, committed, true).map_err(|error| {
+            self.torn = Some((path.clone(), committed));
+            SpoolError::io(&path, error)
+        })
     }
 
     /// While appends fail: does the disk take a write and an fsync again?
