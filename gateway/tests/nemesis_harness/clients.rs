@@ -54,12 +54,7 @@ async fn send(client: &reqwest::Client, url: &str, body: &Value, r: &mut Request
         Err(_) => r.status = 0,
         Ok(response) => {
             r.status = response.status().as_u16();
-            r.via = response
-                .headers()
-                .get("x-served-by")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default()
-                .to_owned();
+            r.via = response.headers().get("x-served-by").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
             match response.json::<Value>().await {
                 Err(_) => {
                     // A status without a readable body is no answer the client can trust.
