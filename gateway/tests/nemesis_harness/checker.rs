@@ -1,11 +1,13 @@
 //! The checker: reads every topic back and judges the whole history. No
 //! acknowledged event lost; no event stored twice; for each key, an event
 //! acknowledged before another was first sent is stored before it, as
-//! docs/spool.md promises it: an event answered `accepted` (or `duplicate`:
-//! already in Kafka) before any other of its key, an event answered
-//! `spooled` before the others that went through the same gateway (each
-//! gateway's spool keeps its own order; across gateways a spooled event can
-//! be overtaken by a later one sent direct through another); every
+//! docs/spool.md promises it: an event answered `accepted` (in Kafka)
+//! before any other of its key, an event answered `spooled` before the
+//! others that went through the same gateway (each gateway's spool keeps
+//! its own order; across gateways a spooled event can be overtaken by a
+//! later one sent direct through another); an event first answered
+//! `duplicate` orders nothing (an earlier attempt stored it, maybe in
+//! another gateway's spool); every
 //! answer consistent with what is stored (a definite refusal, 4xx, never
 //! stored; `503` and no answer may be either: the README says "on 503
 //! nothing may be assumed").
@@ -128,6 +130,8 @@ struct Acked {
     id: String,
     /// Answered `spooled`: ordered only before events through the same gateway.
     spooled: bool,
+    /// Answered `duplicate`: where the first copy waits is unknown.
+    duplicate: bool,
     via: String,
 }
 
@@ -157,6 +161,7 @@ pub fn check(log: &Log, stored: &HashMap<String, Vec<Copy>>, t0: f64) -> Verdict
                         offset: c.offset,
                         id: id.clone(),
                         spooled: s.outcome == "spooled",
+                        duplicate: s.outcome == "duplicate",
                         via: s.via.clone(),
                     });
                 } else {
@@ -211,7 +216,7 @@ fn order(topic: &str, key: &str, events: &mut [Acked]) -> Vec<String> {
     direct.push(None);
     for e in events.iter() {
         let last = direct.last().cloned().flatten();
-        direct.push(if e.spooled { last } else { raise(&last, e) });
+        direct.push(if e.spooled || e.duplicate { last } else { raise(&last, e) });
         for (gw, best) in &mut spooled {
             let last = best.last().cloned().flatten();
             best.push(if e.spooled && e.via == *gw { raise(&last, e) } else { last });
