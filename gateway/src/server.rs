@@ -73,6 +73,7 @@ pub fn serve_with_tls(
             )
             .service(get(&api::routes::POSTHOG_CONFIG_JS).route(web::get().to(api::posthog::config_js)))
             .service(get(&api::routes::POSTHOG_CONFIG).route(web::get().to(api::posthog::config)))
+            .service(get(&api::routes::POSTHOG_STATIC).route(web::get().to(api::posthog::extension)))
             .service(get(&["/healthz"]).route(web::get().to(api::health::healthz)))
             .service(get(&["/readyz"]).route(web::get().to(api::health::readyz)))
             .service(get(&["/metrics"]).route(web::get().to(api::metrics::metrics)))

@@ -167,6 +167,14 @@ async fn rudder_browser() {
     browser_case("rudder-browser", "rudder").await;
 }
 
+/// posthog-js in Chromium on a page of another origin: its load-time calls
+/// answered, then identify, a custom event and a page view delivered.
+#[actix_web::test]
+#[ignore = "needs the SDKs: run scripts/test-conformance"]
+async fn posthog_browser() {
+    browser_case("posthog-browser", "posthog").await;
+}
+
 // ---- Rebuilt mobile uploads (see conformance/mobile.rs) ----
 
 /// What every mobile case sends: a track, a screen and an identify.

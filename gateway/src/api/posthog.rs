@@ -134,6 +134,14 @@ pub async fn config_js(token: web::Path<String>) -> HttpResponse {
     cached(HttpResponse::Ok()).insert_header((CONTENT_TYPE, "application/javascript")).body(script)
 }
 
+/// `GET /static/{file}.js`: posthog-js loads its surveys bundle even with
+/// surveys off; an empty script (not a 404 it logs, twice) ends that.
+pub async fn extension() -> HttpResponse {
+    cached(HttpResponse::Ok())
+        .insert_header((CONTENT_TYPE, "application/javascript"))
+        .body("/* eventgw serves PostHog capture only: no extensions */\n")
+}
+
 /// `POST|GET /flags/` and `/decide/`: no flags, nothing but capture on.
 /// The body is not read: whatever it holds, the answer is the same.
 pub async fn flags() -> HttpResponse {

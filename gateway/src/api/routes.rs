@@ -20,7 +20,8 @@
 //!   (posthog-node, Python `posthog`), `/i/v0/ai/batch/` (their AI lane),
 //!   `/capture/`, `/track/`, `/engage/` (older SDKs); each with or without
 //!   the trailing slash. Its load-time configuration: `/flags/`,
-//!   `/decide/`, `/array/{token}/config` and `/array/{token}/config.js`.
+//!   `/decide/`, `/array/{token}/config` and `/array/{token}/config.js`;
+//!   the extension bundles it loads anyway (`/static/surveys.js`).
 //! - Configuration: Segment's `/v1/projects/{writeKey}/settings` and
 //!   RudderStack's `/sourceConfig` (with or without its trailing slash).
 
@@ -64,6 +65,10 @@ pub const POSTHOG_CONFIG: [&str; 1] = ["/array/{token}/config"];
 /// The script form of [`POSTHOG_CONFIG`].
 pub const POSTHOG_CONFIG_JS: [&str; 1] = ["/array/{token}/config.js"];
 
+/// posthog-js's extension bundles (`/static/surveys.js`, ...): answered
+/// with an empty script, the gateway serves capture only.
+pub const POSTHOG_STATIC: [&str; 1] = ["/static/{file:.*}"];
+
 /// Segment's settings document.
 pub const SEGMENT_SETTINGS: [&str; 2] = ["/v1/projects/{write_key}/settings", "/v1/projects/{write_key}/settings/"];
 
@@ -93,6 +98,9 @@ pub fn label(path: &str) -> Option<&'static str> {
         "/e" | "/i/v0/e" | "/capture" | "/batch" | "/track" | "/engage" | "/i/v0/ai/batch" => "/posthog/capture",
         "/flags" | "/decide" => "/posthog/flags",
         other => {
+            if other.starts_with("/static/") && other.ends_with(".js") {
+                return Some("/posthog/static");
+            }
             if other.starts_with("/array/") && (other.ends_with("/config") || other.ends_with("/config.js")) {
                 return (other.matches('/').count() == 3).then_some("/posthog/config");
             }
@@ -148,6 +156,7 @@ mod tests {
         assert_eq!(label("/array/phc_x/config"), Some("/posthog/config"));
         assert_eq!(label("/array/phc_x/config.js"), Some("/posthog/config"));
         assert_eq!(label("/array/a/b/config"), None);
+        assert_eq!(label("/static/1.449.2/surveys.js"), Some("/posthog/static"));
     }
 
     #[test]
