@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use super::{BatchRequest, WireError, gunzip, parse};
 use crate::config::LimitsConfig;
-use crate::config::mapping::{Call, TrackerMapping};
+use crate::config::mapping::{Call, EventRule, TrackerMapping};
 
 /// The protocol's name: its mapping file's stem and its routes' label.
 pub const PROTOCOL: &str = "posthog";
@@ -158,11 +158,48 @@ fn event_key(event: &Value) -> Option<String> {
 /// the pipeline to refuse per event (a non-object stays as it is).
 fn canonical(event: Value, mapping: &TrackerMapping) -> Value {
     let Value::Object(mut event) = event else { return event };
-    let name = text(event.remove("event")).unwrap_or_else(|| "$set".to_owned());
-    let mut props = match event.remove("properties") {
-        Some(Value::Object(props)) => props,
-        _ => Map::new(),
-    };
+    // `/engage/`'s body has no event name: it is a `$set`.
+    let engage = event.contains_key("$distinct_id") && !event.contains_key("event");
+    let name = text(event.remove("event")).or_else(|| engage.then(|| "$set".to_owned())).unwrap_or_default();
+    let rule = mapping.events.get(&name);
+    let call = rule.map_or(Call::Track, |r| r.call);
+    let (distinct, mut posthog, mut props) = properties(&mut event, rule);
+    let mut out = Map::new();
+    out.insert("type".into(), call.as_str().into());
+    if let Some(uuid) = event.remove("uuid") {
+        out.insert("messageId".into(), uuid);
+    }
+    if let Some(timestamp) = event.remove("timestamp") {
+        out.insert("timestamp".into(), timestamp);
+    }
+    identities(&mut out, distinct, &posthog, call);
+    // No name stays no name: the pipeline dead-letters it as `missing_event_name`.
+    let catalog_name = rule.and_then(|r| r.event.clone()).unwrap_or(name);
+    call_fields(&mut out, call, catalog_name, &mut posthog, &mut props);
+    if !props.is_empty() || matches!(call, Call::Track | Call::Page | Call::Screen) {
+        out.insert("properties".into(), Value::Object(props));
+    }
+    let mut context = Map::new();
+    if let Some(lib) = posthog.get("$lib").cloned() {
+        let version = posthog.get("$lib_version").cloned().unwrap_or(Value::Null);
+        context.insert("library".into(), serde_json::json!({"name": lib, "version": version}));
+    }
+    if let Some(version) = rule.and_then(|r| r.version) {
+        context.insert("schemaVersion".into(), version.into());
+    }
+    if !posthog.is_empty() {
+        context.insert("posthog".into(), Value::Object(posthog));
+    }
+    out.insert("context".into(), Value::Object(context));
+    Value::Object(out)
+}
+
+type Properties = Map<String, Value>;
+
+/// The event's distinct id, its `$` properties and the others, the rule's
+/// renames applied and the credentials removed.
+fn properties(event: &mut Properties, rule: Option<&EventRule>) -> (Option<String>, Properties, Properties) {
+    let mut props = as_object(event.remove("properties"));
     // posthog-js sends `$set`/`$set_once` beside the properties; `/engage/` has no properties.
     for key in ["$set", "$set_once"] {
         if let Some(v) = event.remove(key) {
@@ -176,31 +213,22 @@ fn canonical(event: Value, mapping: &TrackerMapping) -> Value {
     for key in ["token", "api_key", "$token"] {
         props.remove(key);
     }
-    let rule = mapping.events.get(&name);
-    let call = rule.map_or(Call::Track, |r| r.call);
-    if let Some(rule) = rule {
-        for (from, to) in &rule.rename {
-            if let Some(v) = props.remove(from) {
-                props.insert(to.clone(), v);
-            }
+    for (from, to) in rule.map(|r| &r.rename).into_iter().flatten() {
+        if let Some(v) = props.remove(from) {
+            props.insert(to.clone(), v);
         }
     }
-    let (mut posthog, mut props): (Map<String, Value>, Map<String, Value>) =
-        props.into_iter().partition(|(k, _)| k.starts_with('$'));
-    let mut out = Map::new();
-    out.insert("type".into(), call.as_str().into());
-    if let Some(uuid) = event.remove("uuid") {
-        out.insert("messageId".into(), uuid);
-    }
-    if let Some(timestamp) = event.remove("timestamp") {
-        out.insert("timestamp".into(), timestamp);
-    }
-    identities(&mut out, distinct, &posthog, call);
+    let (posthog, props) = props.into_iter().partition(|(k, _)| k.starts_with('$'));
+    (distinct, posthog, props)
+}
+
+/// The fields of the canonical call itself.
+fn call_fields(out: &mut Properties, call: Call, name: String, posthog: &mut Properties, props: &mut Properties) {
     match call {
-        Call::Track => {
-            let catalog_name = rule.and_then(|r| r.event.clone()).unwrap_or(name);
-            out.insert("event".into(), catalog_name.into());
+        Call::Track if !name.is_empty() => {
+            out.insert("event".into(), name.into());
         }
+        Call::Track => {}
         Call::Page | Call::Screen => {
             if let Some(title) = props.get("name").or_else(|| props.get("title")).filter(|v| v.is_string()) {
                 out.insert("name".into(), title.clone());
@@ -223,22 +251,6 @@ fn canonical(event: Value, mapping: &TrackerMapping) -> Value {
             }
         }
     }
-    if !props.is_empty() || matches!(call, Call::Track | Call::Page | Call::Screen) {
-        out.insert("properties".into(), Value::Object(std::mem::take(&mut props)));
-    }
-    let mut context = Map::new();
-    if let Some(lib) = posthog.get("$lib").cloned() {
-        let version = posthog.get("$lib_version").cloned().unwrap_or(Value::Null);
-        context.insert("library".into(), serde_json::json!({"name": lib, "version": version}));
-    }
-    if let Some(version) = rule.and_then(|r| r.version) {
-        context.insert("schemaVersion".into(), version.into());
-    }
-    if !posthog.is_empty() {
-        context.insert("posthog".into(), Value::Object(posthog));
-    }
-    out.insert("context".into(), Value::Object(context));
-    Value::Object(out)
 }
 
 /// `distinct_id` → `userId`, or `anonymousId` while posthog-js says the

@@ -212,4 +212,7 @@ fn a_non_object_event_is_left_for_the_pipeline_to_refuse() {
     let batch = json_body(&json!({"api_key": "k", "batch": [5, {"event": "x", "distinct_id": "u"}]})).expect("valid");
     assert_eq!(batch.events[0], json!(5));
     assert_eq!(batch.events[1]["type"], "track");
+    let nameless = json_body(&json!({"api_key": "k", "batch": [{"distinct_id": "u"}]})).expect("valid");
+    assert_eq!(nameless.events[0]["type"], "track");
+    assert!(nameless.events[0].get("event").is_none(), "no name invented: the pipeline says it is missing");
 }
