@@ -171,3 +171,18 @@ async fn load_time_calls_keep_posthog_js_capturing_and_turn_the_rest_off() {
         .expect("preflight");
     assert!(preflight.status().is_success(), "an allowed origin may post: {}", preflight.status());
 }
+
+/// Until `eventgw-catalog check` reads the mappings: every catalog event the
+/// shipped PostHog mapping names exists in the shipped catalog, so no
+/// mapped event is dead-lettered for a typo in the mapping.
+#[actix_web::test]
+async fn the_shipped_mapping_names_only_catalog_events() {
+    let gw = TestGateway::start().await;
+    let mapping = gw.state.config.mappings.of("posthog");
+    assert!(!mapping.events.is_empty(), "schemas/mappings/posthog.toml was read");
+    for (name, rule) in &mapping.events {
+        if let Some(event) = &rule.event {
+            assert!(gw.state.catalog.event(event).is_some(), "`{name}` maps to `{event}`, not in the catalog");
+        }
+    }
+}
