@@ -61,6 +61,19 @@ pub fn serve_with_tls(
             .service(post(&api::routes::SINGLE).route(web::post().to(api::batch::single)))
             .service(get(&api::routes::SEGMENT_SETTINGS).route(web::get().to(api::settings::segment)))
             .service(get(&api::routes::SOURCE_CONFIG).route(web::get().to(api::settings::source_config)))
+            .service(
+                post(&api::routes::POSTHOG_CAPTURE)
+                    .route(web::post().to(api::posthog::capture))
+                    .route(web::get().to(api::posthog::capture)),
+            )
+            .service(
+                post(&api::routes::POSTHOG_FLAGS)
+                    .route(web::post().to(api::posthog::flags))
+                    .route(web::get().to(api::posthog::flags)),
+            )
+            .service(get(&api::routes::POSTHOG_CONFIG_JS).route(web::get().to(api::posthog::config_js)))
+            .service(get(&api::routes::POSTHOG_CONFIG).route(web::get().to(api::posthog::config)))
+            .service(get(&api::routes::POSTHOG_STATIC).route(web::get().to(api::posthog::extension)))
             .service(get(&["/healthz"]).route(web::get().to(api::health::healthz)))
             .service(get(&["/readyz"]).route(web::get().to(api::health::readyz)))
             .service(get(&["/metrics"]).route(web::get().to(api::metrics::metrics)))

@@ -119,6 +119,23 @@ async fn rudder_java() {
     server_case("rudder-java", jvm("rudder-java")).await;
 }
 
+/// PostHog's server SDKs against its capture routes: a custom event the
+/// mapping (`schemas/mappings/posthog.toml`) names `Link Clicked`, a
+/// `$pageview` and an identify (posthog-node's `$identify`, Python's
+/// `set`), read back in catalog shape like the Segment cases'.
+#[actix_web::test]
+#[ignore = "needs the SDKs: run scripts/test-conformance"]
+async fn posthog_node() {
+    server_case("posthog-node", node("posthog-node.mjs")).await;
+}
+
+#[actix_web::test]
+#[ignore = "needs the SDKs: run scripts/test-conformance"]
+async fn posthog_python() {
+    let python = Driver::new(deps_dir().join("venv/bin/python"), suite_dir().join("python")).arg("posthog_driver.py");
+    server_case("posthog-python", python).await;
+}
+
 /// A free port for a browser case's page, so its origin (`http://localhost:PORT`)
 /// can be allowed before the gateway starts.
 fn free_port() -> u16 {
@@ -148,6 +165,14 @@ async fn segment_browser() {
 #[ignore = "needs the SDKs: run scripts/test-conformance"]
 async fn rudder_browser() {
     browser_case("rudder-browser", "rudder").await;
+}
+
+/// posthog-js in Chromium on a page of another origin: its load-time calls
+/// answered, then identify, a custom event and a page view delivered.
+#[actix_web::test]
+#[ignore = "needs the SDKs: run scripts/test-conformance"]
+async fn posthog_browser() {
+    browser_case("posthog-browser", "posthog").await;
 }
 
 // ---- Rebuilt mobile uploads (see conformance/mobile.rs) ----

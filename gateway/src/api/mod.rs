@@ -4,6 +4,7 @@ pub mod batch;
 pub mod health;
 pub mod metrics;
 pub mod pixel;
+pub mod posthog;
 pub mod routes;
 pub mod settings;
 

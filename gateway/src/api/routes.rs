@@ -15,6 +15,13 @@
 //! - RudderStack: `/v1/batch` (Node, Python, Java, Go, Android, iOS,
 //!   Kotlin, Swift), `/v1/{type}` (JS v3 without batching) and
 //!   `/beacon/v1/batch?writeKey=...` (JS v3's beacon plugin).
+//! - PostHog capture (see [`super::posthog`]): `/e/` (posthog-js),
+//!   `/i/v0/e/` (posthog-js when its remote config names it), `/batch/`
+//!   (posthog-node, Python `posthog`), `/i/v0/ai/batch/` (their AI lane),
+//!   `/capture/`, `/track/`, `/engage/` (older SDKs); each with or without
+//!   the trailing slash. Its load-time configuration: `/flags/`,
+//!   `/decide/`, `/array/{token}/config` and `/array/{token}/config.js`;
+//!   the extension bundles it loads anyway (`/static/surveys.js`).
 //! - Configuration: Segment's `/v1/projects/{writeKey}/settings` and
 //!   RudderStack's `/sourceConfig` (with or without its trailing slash).
 
@@ -30,6 +37,37 @@ pub const SINGLE: [&str; 2] = [
     "/v1/{kind:track|page|screen|identify|group|alias|t|p|s|i|g|a}",
     "/v1/{kind:track|page|screen|identify|group|alias|t|p|s|i|g|a}/",
 ];
+
+/// PostHog's capture endpoints (POST, and GET with `data=` in the query).
+pub const POSTHOG_CAPTURE: [&str; 14] = [
+    "/e",
+    "/e/",
+    "/i/v0/e",
+    "/i/v0/e/",
+    "/capture",
+    "/capture/",
+    "/batch",
+    "/batch/",
+    "/track",
+    "/track/",
+    "/engage",
+    "/engage/",
+    "/i/v0/ai/batch",
+    "/i/v0/ai/batch/",
+];
+
+/// posthog-js's feature-flag calls, current and older.
+pub const POSTHOG_FLAGS: [&str; 4] = ["/flags", "/flags/", "/decide", "/decide/"];
+
+/// posthog-js's remote configuration, JSON and script.
+pub const POSTHOG_CONFIG: [&str; 1] = ["/array/{token}/config"];
+
+/// The script form of [`POSTHOG_CONFIG`].
+pub const POSTHOG_CONFIG_JS: [&str; 1] = ["/array/{token}/config.js"];
+
+/// posthog-js's extension bundles (`/static/surveys.js`, ...): answered
+/// with an empty script, the gateway serves capture only.
+pub const POSTHOG_STATIC: [&str; 1] = ["/static/{file:.*}"];
 
 /// Segment's settings document.
 pub const SEGMENT_SETTINGS: [&str; 2] = ["/v1/projects/{write_key}/settings", "/v1/projects/{write_key}/settings/"];
@@ -57,7 +95,15 @@ pub fn label(path: &str) -> Option<&'static str> {
         "/readyz" => "/readyz",
         "/metrics" => "/metrics",
         "/catalog" => "/catalog",
+        "/e" | "/i/v0/e" | "/capture" | "/batch" | "/track" | "/engage" | "/i/v0/ai/batch" => "/posthog/capture",
+        "/flags" | "/decide" => "/posthog/flags",
         other => {
+            if other.starts_with("/static/") && other.ends_with(".js") {
+                return Some("/posthog/static");
+            }
+            if other.starts_with("/array/") && (other.ends_with("/config") || other.ends_with("/config.js")) {
+                return (other.matches('/').count() == 3).then_some("/posthog/config");
+            }
             if other.starts_with("/catalog/") {
                 return Some("/catalog");
             }
@@ -101,6 +147,16 @@ mod tests {
         assert_eq!(label("/v1/projects/abc/settings"), Some("/v1/projects/settings"));
         assert_eq!(label("/sourceConfig/"), Some("/sourceConfig"));
         assert_eq!(label("/catalog/web/"), Some("/catalog"));
+        for path in ["/e/", "/e", "/i/v0/e/", "/batch/", "/capture", "/track/", "/engage/", "/i/v0/ai/batch/"] {
+            assert_eq!(label(path), Some("/posthog/capture"), "{path}");
+            assert!(cross_origin(path), "{path}");
+        }
+        assert_eq!(label("/flags/"), Some("/posthog/flags"));
+        assert_eq!(label("/decide"), Some("/posthog/flags"));
+        assert_eq!(label("/array/phc_x/config"), Some("/posthog/config"));
+        assert_eq!(label("/array/phc_x/config.js"), Some("/posthog/config"));
+        assert_eq!(label("/array/a/b/config"), None);
+        assert_eq!(label("/static/1.449.2/surveys.js"), Some("/posthog/static"));
     }
 
     #[test]

@@ -55,6 +55,8 @@ impl Config {
             }
         }
         config.resolve_edge_paths(base);
+        config.mappings = mapping::load_dir(&config.catalog.dir.join(mapping::MAPPINGS_DIR))
+            .map_err(|(file, key, problem)| ConfigError { file, key, problem })?;
         config.check().map_err(|(key, problem)| fail(key, problem))?;
         config.file = Some(path.to_path_buf());
         Ok(config)

@@ -17,6 +17,7 @@ pub mod dedupe;
 pub mod enrichment;
 pub mod jwt;
 mod load;
+pub mod mapping;
 pub mod privacy;
 pub mod quota;
 pub mod spool;
@@ -70,6 +71,10 @@ pub struct Config {
     /// Hash key, user keys and suppression list shared by all sources.
     #[serde(default)]
     pub privacy: privacy::PrivacyConfig,
+    /// How other trackers' events become catalog events, read from
+    /// `<catalog.dir>/mappings/*.toml`; not a key.
+    #[serde(skip)]
+    pub mappings: mapping::TrackerMappings,
     /// The file this was read from, re-read on reload; not a key.
     #[serde(skip)]
     pub file: Option<PathBuf>,

@@ -8,6 +8,7 @@ mod budget;
 mod error;
 mod json;
 mod json_errors;
+pub mod posthog;
 
 pub use batch::{BatchRequest, decode_batch, decode_single};
 pub use body::{GZIP_MAGIC, UnreadBody, check_media_type, decode, gunzip, read_body};

@@ -1,7 +1,7 @@
 // Runs a browser SDK, unchanged from npm, in headless Chromium (Debian's,
 // driven by playwright-core) on a page of another origin than the gateway.
 //
-// Usage: node browser.mjs segment|rudder. Reads GATEWAY_URL, WRITE_KEY,
+// Usage: node browser.mjs segment|rudder|posthog. Reads GATEWAY_URL, WRITE_KEY,
 // USER_ID and PAGE_PORT: the page is served from http://localhost:PAGE_PORT
 // while the gateway is http://127.0.0.1:..., so every upload is cross-origin
 // (CORS, and the preflights these SDKs' headers trigger). The SDK's npm
@@ -60,6 +60,40 @@ const SDKS = {
     // Its XHR queue keeps undelivered events in localStorage (rudder_* keys).
     pending: `Object.keys(localStorage).filter((k) => /queue/i.test(k) && /"item"|"type"/.test(localStorage.getItem(k) || '') && !/^\\[\\]$|"queue":\\[\\]/.test(localStorage.getItem(k) || ''))`,
   },
+  posthog: {
+    pkg: 'posthog-js',
+    entry: `import posthog from 'posthog-js'; window.SdkUnderTest = posthog;`,
+    // api_host is all posthog-js needs; it asks the gateway for its remote
+    // config (/array/{token}/config[.js]) and flags as it loads. Page views
+    // are captured by hand after identify, so that every event is the user's.
+    script: `
+      const posthog = SdkUnderTest;
+      await new Promise((resolve, reject) => {
+        setTimeout(() => reject(new Error('loaded never called')), 15000);
+        posthog.init(cfg.writeKey, {
+          api_host: cfg.gateway,
+          autocapture: false,
+          capture_pageview: false,
+          capture_pageleave: false,
+          persistence: 'localStorage',
+          request_queue_config: { flush_interval_ms: 250 },
+          // Headless Chromium's user agent reads as a bot, whose events
+          // posthog-js drops; its docs name this option for end-to-end tests.
+          opt_out_useragent_filter: true,
+          debug: ${Boolean(process.env.CONSOLE)},
+          loaded: () => resolve(),
+        });
+      });
+      posthog.identify(cfg.user, { plan: 'pro' });
+      posthog.capture('link_clicked', { link: 'https://example.com/pricing', text: 'Pricing' });
+      posthog.capture('$pageview');
+      return [{ event: 'identify', failed: null }, { event: 'capture', failed: null }, { event: 'pageview', failed: null }];`,
+    // posthog-js keeps its queue in memory: the wait below ends once no new
+    // request arrived for a while, and any upload not 2xx fails the case.
+    pending: `[]`,
+    // posthog-js would otherwise hold its first events for a second or two.
+    settle: 3000,
+  },
 };
 
 const chosen = SDKS[sdk];
@@ -96,6 +130,7 @@ const errors = [];
 let report = { sdk: `${sdk}-browser`, version, ok: false };
 try {
   const page = await browser.newPage();
+  if (process.env.CONSOLE) page.on('console', (m) => errors.push(`console: ${m.text()}`.slice(0, 300)));
   page.on('pageerror', (e) => errors.push(`page error: ${e}`));
   page.on('requestfailed', (r) => {
     if (r.url().startsWith(GATEWAY_URL)) errors.push(`request failed: ${r.method()} ${r.url()} ${r.failure()?.errorText}`);
@@ -109,6 +144,7 @@ try {
   const calls = await page.evaluate(`(async () => { const cfg = ${JSON.stringify(cfg)}; ${chosen.script} })()`);
   // Uploads may still be in flight after the calls resolved: wait until the
   // SDK's retry queue is empty and no new request arrived for a while.
+  if (chosen.settle) await sleep(chosen.settle);
   let pending = [];
   let seen = -1;
   for (let i = 0; i < 40; i++) {

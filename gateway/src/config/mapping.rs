@@ -1,0 +1,177 @@
+//! How another tracker's events become catalog events: one file per
+//! protocol beside the catalog, `<catalog.dir>/mappings/<protocol>.toml`,
+//! read at start-up (and on reload) with the rest of the configuration.
+//! The key of a rule is what the protocol names an event by: PostHog's
+//! event name (`$pageview`), Snowplow's self-describing schema URI
+//! (`iglu:com.acme/checkout_started/jsonschema/1-0-0`), GA4's event name.
+//! An event no rule names keeps its own name as a `track` call, so it meets
+//! the catalog (and the source's `unknown_events` rule) like any other.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+/// The directory under the catalog that holds the mapping files.
+pub const MAPPINGS_DIR: &str = "mappings";
+
+/// Every protocol's mapping, by protocol name (the file's stem).
+#[derive(Debug, Clone, Default)]
+pub struct TrackerMappings {
+    /// `posthog` → its rules.
+    pub protocols: BTreeMap<String, TrackerMapping>,
+}
+
+impl TrackerMappings {
+    /// The rules of `protocol`; none when it has no file.
+    pub fn of(&self, protocol: &str) -> &TrackerMapping {
+        static NONE: std::sync::OnceLock<TrackerMapping> = std::sync::OnceLock::new();
+        self.protocols.get(protocol).unwrap_or_else(|| NONE.get_or_init(TrackerMapping::default))
+    }
+}
+
+/// One protocol's rules.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrackerMapping {
+    /// The rule of each event the protocol names.
+    #[serde(default)]
+    pub events: BTreeMap<String, EventRule>,
+}
+
+/// What one tracker event becomes.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventRule {
+    /// The canonical call it becomes (`track` unless said).
+    #[serde(default)]
+    pub call: Call,
+    /// The catalog event of a `track` call; the tracker's name when unset.
+    #[serde(default)]
+    pub event: Option<String>,
+    /// The catalog version the event is pinned to (`context.schemaVersion`);
+    /// the newest when unset.
+    #[serde(default)]
+    pub version: Option<u32>,
+    /// Property renames, tracker name → catalog name, applied before
+    /// validation (`"$current_url" = "url"`).
+    #[serde(default)]
+    pub rename: BTreeMap<String, String>,
+}
+
+/// The canonical calls (Segment's spec) a tracker event can become.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Call {
+    /// A named event.
+    #[default]
+    Track,
+    /// A page view (`Page Viewed`).
+    Page,
+    /// A screen view (`Screen Viewed`).
+    Screen,
+    /// Traits of a user.
+    Identify,
+    /// Traits of a group, and the user's membership.
+    Group,
+    /// A second id of the same user.
+    Alias,
+}
+
+impl Call {
+    /// The call's `type` on the canonical event.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Track => "track",
+            Self::Page => "page",
+            Self::Screen => "screen",
+            Self::Identify => "identify",
+            Self::Group => "group",
+            Self::Alias => "alias",
+        }
+    }
+}
+
+/// Reads every `<dir>/*.toml`; no directory is no mappings. A refusal is
+/// `(file, key, problem)`.
+pub fn load_dir(dir: &Path) -> Result<TrackerMappings, (String, String, String)> {
+    let mut mappings = TrackerMappings::default();
+    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(mappings) };
+    let mut files: Vec<_> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    for file in files {
+        let name = file.display().to_string();
+        let fail = |key: &str, problem: String| (name.clone(), key.to_owned(), problem);
+        let protocol = file.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_owned();
+        let text = std::fs::read_to_string(&file).map_err(|e| fail("-", format!("cannot read: {e}")))?;
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| fail("-", e.to_string()))?;
+        let mapping: TrackerMapping = serde_path_to_error::deserialize(toml::Value::Table(table))
+            .map_err(|e| fail(&e.path().to_string(), e.into_inner().to_string()))?;
+        mapping.check().map_err(|(key, problem)| fail(&key, problem))?;
+        mappings.protocols.insert(protocol, mapping);
+    }
+    Ok(mappings)
+}
+
+impl TrackerMapping {
+    fn check(&self) -> Result<(), (String, String)> {
+        for (name, rule) in &self.events {
+            let key = |field: &str| format!("events.\"{name}\".{field}");
+            if rule.call != Call::Track && (rule.event.is_some() || rule.version.is_some()) {
+                let problem =
+                    format!("only a track call names a catalog event and version, not a {}", rule.call.as_str());
+                return Err((key("event"), problem));
+            }
+            if rule.event.as_deref().is_some_and(|e| e.trim().is_empty()) {
+                return Err((key("event"), "must not be empty".into()));
+            }
+            if rule.version == Some(0) {
+                return Err((key("version"), "versions start at 1".into()));
+            }
+            if let Some((from, _)) = rule.rename.iter().find(|(from, to)| from.is_empty() || to.is_empty()) {
+                return Err((key("rename"), format!("`{from}`: names must not be empty")));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) {
+        std::fs::create_dir_all(dir).expect("dir");
+        std::fs::write(dir.join(name), text).expect("write");
+    }
+
+    #[test]
+    fn the_shipped_mappings_load() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas").join(MAPPINGS_DIR);
+        let mappings = load_dir(&dir).expect("schemas/mappings loads");
+        let posthog = mappings.of("posthog");
+        assert_eq!(posthog.events["$pageview"].call, Call::Page);
+        assert_eq!(posthog.events["$pageview"].rename["$current_url"], "url");
+        assert!(mappings.of("no-such-protocol").events.is_empty());
+    }
+
+    #[test]
+    fn a_bad_rule_names_its_file_and_key() {
+        let dir = std::env::temp_dir().join(format!("eventgw-mapping-{}", std::process::id()));
+        write(&dir, "x.toml", "[events.\"$pageview\"]\ncall = \"page\"\nevent = \"Page Viewed\"\n");
+        let (file, key, _) = load_dir(&dir).expect_err("page with an event");
+        assert!(file.ends_with("x.toml"), "{file}");
+        assert_eq!(key, "events.\"$pageview\".event");
+        write(&dir, "x.toml", "[events.a]\ncall = \"shout\"\n");
+        let (_, key, problem) = load_dir(&dir).expect_err("unknown call");
+        assert!(key.starts_with("events.a"), "{key}: {problem}");
+        write(&dir, "x.toml", "[events.a]\nversion = 0\n");
+        assert_eq!(load_dir(&dir).expect_err("version 0").1, "events.\"a\".version");
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(load_dir(&dir).expect("no dir").protocols.is_empty());
+    }
+}
