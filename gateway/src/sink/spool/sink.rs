@@ -219,7 +219,20 @@ impl SpoolSink {
                 });
                 vec![Ok(Stored::Spooled); count]
             }
-            Err(error) => vec![Err(SinkError::SpoolRefused(error.for_client())); count],
+            Err(error) => {
+                // Refused while the first send is still in flight: that send
+                // may yet deliver. Answer with what Kafka does (the request's
+                // deadline usually passes first and the client gets 503), so
+                // dedupe above confirms or releases the ids on Kafka's answer
+                // and a retry is `duplicate`, not stored twice (issue 32's
+                // nemesis found the retries of such 503s stored twice).
+                tracing::warn!(%error, records = count, "Spool refused records whose first send is in flight; waiting for Kafka's answer");
+                let refused = error.for_client();
+                sent.await
+                    .into_iter()
+                    .map(|r| r.map(Stored::Kafka).map_err(|_| SinkError::SpoolRefused(refused.clone())))
+                    .collect()
+            }
         }
     }
 
