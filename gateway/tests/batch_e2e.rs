@@ -47,6 +47,7 @@ async fn every_catalog_event_lands_once_on_its_topic_with_key_headers_and_enrich
         assert_eq!(record.key.as_deref(), Some(key.as_str()));
         assert_eq!(record.headers["source"], "demo");
         assert_eq!(record.headers["auth"], "write-key");
+        assert_eq!(record.headers["protocol"], "segment");
         assert_eq!(record.headers["schema-version"], version.to_string());
         assert!(record.headers["schema"].contains('/'), "schema header is domain/name");
         assert!(record.headers.contains_key("received-at"));

@@ -63,6 +63,7 @@ async fn server_sdk_batches_land_in_catalog_shape_on_every_path() {
     assert_eq!(value["context"]["library"]["name"], "posthog-node");
     let header = |name: &str| records[0].headers.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone());
     assert_eq!(header("event-id").as_deref(), Some("uuid-0"), "uuid is the event id");
+    assert_eq!(header("protocol").as_deref(), Some("posthog"), "the record names the protocol it came in");
 }
 
 #[actix_web::test]

@@ -126,6 +126,8 @@ pub struct Admission<'a> {
     pub sent_at: Option<&'a str>,
     /// How the request authenticated, carried as the `auth` header.
     pub auth_method: AuthMethod,
+    /// The tracker protocol the request came in (the `protocol` record header).
+    pub protocol: &'static str,
     /// A verified JWT's subject: it replaces whatever `userId` the event
     /// says, so a client cannot speak for another user.
     pub subject: Option<&'a str>,

@@ -16,6 +16,7 @@ impl Admission<'_> {
             ("source", self.source.id.clone()),
             ("received-at", self.received_at_text.clone()),
             ("auth", self.auth_method.as_str().to_owned()),
+            ("protocol", self.protocol.to_owned()),
         ];
         if let Some(route) = route {
             headers.push(("event-name", route.name.clone()));

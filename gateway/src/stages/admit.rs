@@ -36,6 +36,7 @@ pub fn admission<'a>(
         received_at_text: pipeline::format_time(received_at),
         sent_at,
         auth_method: principal.method,
+        protocol: crate::wire::SEGMENT,
         subject: principal.subject.as_deref(),
         vouched: &principal.identities,
         client: &request.client,
@@ -51,7 +52,8 @@ pub fn events(request: &Request, principal: &Principal, batch: BatchRequest) -> 
     let state = request.state;
     let source = &principal.source;
     state.edge.admits(&source.id).map_err(ApiError::NotReady)?;
-    let admission = admission(request, principal, (state.clock)(), batch.sent_at.as_deref());
+    let mut admission = admission(request, principal, (state.clock)(), batch.sent_at.as_deref());
+    admission.protocol = batch.protocol;
     let planned = admission.admit_all(batch.events);
     admission.edge.flush(&state.metrics);
     count_violations(&state.metrics, &planned);

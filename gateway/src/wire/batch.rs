@@ -19,7 +19,13 @@ pub struct BatchRequest {
     pub sent_at: Option<String>,
     /// The write key from the body, for clients that cannot set headers.
     pub write_key: Option<String>,
+    /// The tracker protocol it came in ([`SEGMENT`], `posthog`, ...), carried
+    /// on every record as the `protocol` header.
+    pub protocol: &'static str,
 }
+
+/// The protocol of Segment's HTTP Tracking API (and RudderStack's, the pixel's).
+pub const SEGMENT: &str = "segment";
 
 /// Shape-checks a batch body. Batch-level `context` is merged into each
 /// event's own `context`, whose keys win.
@@ -49,7 +55,7 @@ pub fn decode_batch(value: Value, limits: &LimitsConfig) -> Result<BatchRequest,
             merge_context(event, &shared);
         }
     }
-    Ok(BatchRequest { events, sent_at, write_key })
+    Ok(BatchRequest { events, sent_at, write_key, protocol: SEGMENT })
 }
 
 /// Shape-checks a single-event body (`/v1/track` and friends); the endpoint
@@ -60,7 +66,7 @@ pub fn decode_single(value: Value, kind: &str) -> Result<BatchRequest, WireError
     };
     let write_key = take_write_key(&mut event)?;
     event.insert("type".into(), Value::String(kind.to_owned()));
-    Ok(BatchRequest { events: vec![Value::Object(event)], sent_at: None, write_key })
+    Ok(BatchRequest { events: vec![Value::Object(event)], sent_at: None, write_key, protocol: SEGMENT })
 }
 
 fn take_write_key(object: &mut Map<String, Value>) -> Result<Option<String>, WireError> {
