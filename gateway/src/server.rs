@@ -74,6 +74,8 @@ pub fn serve_with_tls(
             .service(get(&api::routes::POSTHOG_CONFIG_JS).route(web::get().to(api::posthog::config_js)))
             .service(get(&api::routes::POSTHOG_CONFIG).route(web::get().to(api::posthog::config)))
             .service(get(&api::routes::POSTHOG_STATIC).route(web::get().to(api::posthog::extension)))
+            .service(post(&api::routes::GA4_COLLECT).route(web::post().to(api::ga4::collect)))
+            .service(post(&api::routes::GA4_DEBUG).route(web::post().to(api::ga4::debug)))
             .service(get(&["/healthz"]).route(web::get().to(api::health::healthz)))
             .service(get(&["/readyz"]).route(web::get().to(api::health::readyz)))
             .service(get(&["/metrics"]).route(web::get().to(api::metrics::metrics)))

@@ -1,6 +1,7 @@
 //! The HTTP endpoints, one file per family.
 
 pub mod batch;
+pub mod ga4;
 pub mod health;
 pub mod metrics;
 pub mod pixel;

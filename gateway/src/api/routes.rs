@@ -22,6 +22,8 @@
 //!   the trailing slash. Its load-time configuration: `/flags/`,
 //!   `/decide/`, `/array/{token}/config` and `/array/{token}/config.js`;
 //!   the extension bundles it loads anyway (`/static/surveys.js`).
+//! - GA4 Measurement Protocol (see [`super::ga4`]): `/mp/collect` and its
+//!   validation server's `/debug/mp/collect`, as Google documents them.
 //! - Configuration: Segment's `/v1/projects/{writeKey}/settings` and
 //!   RudderStack's `/sourceConfig` (with or without its trailing slash).
 
@@ -69,6 +71,12 @@ pub const POSTHOG_CONFIG_JS: [&str; 1] = ["/array/{token}/config.js"];
 /// with an empty script, the gateway serves capture only.
 pub const POSTHOG_STATIC: [&str; 1] = ["/static/{file:.*}"];
 
+/// GA4's Measurement Protocol collection endpoint.
+pub const GA4_COLLECT: [&str; 1] = ["/mp/collect"];
+
+/// GA4's validation server: the same request, checked, nothing stored.
+pub const GA4_DEBUG: [&str; 1] = ["/debug/mp/collect"];
+
 /// Segment's settings document.
 pub const SEGMENT_SETTINGS: [&str; 2] = ["/v1/projects/{write_key}/settings", "/v1/projects/{write_key}/settings/"];
 
@@ -97,6 +105,8 @@ pub fn label(path: &str) -> Option<&'static str> {
         "/catalog" => "/catalog",
         "/e" | "/i/v0/e" | "/capture" | "/batch" | "/track" | "/engage" | "/i/v0/ai/batch" => "/posthog/capture",
         "/flags" | "/decide" => "/posthog/flags",
+        "/mp/collect" => "/ga4/collect",
+        "/debug/mp/collect" => "/ga4/debug",
         other => {
             if other.starts_with("/static/") && other.ends_with(".js") {
                 return Some("/posthog/static");
@@ -157,6 +167,9 @@ mod tests {
         assert_eq!(label("/array/phc_x/config.js"), Some("/posthog/config"));
         assert_eq!(label("/array/a/b/config"), None);
         assert_eq!(label("/static/1.449.2/surveys.js"), Some("/posthog/static"));
+        assert_eq!(label("/mp/collect"), Some("/ga4/collect"));
+        assert_eq!(label("/debug/mp/collect"), Some("/ga4/debug"));
+        assert_eq!(label("/mp/collectx"), None);
     }
 
     #[test]

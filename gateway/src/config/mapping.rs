@@ -3,7 +3,8 @@
 //! read at start-up (and on reload) with the rest of the configuration.
 //! The key of a rule is what the protocol names an event by: PostHog's
 //! event name (`$pageview`), Snowplow's self-describing schema URI
-//! (`iglu:com.acme/checkout_started/jsonschema/1-0-0`), GA4's event name.
+//! (`iglu:com.acme/checkout_started/jsonschema/1-0-0`), GA4's event name
+//! (`purchase`).
 //! An event no rule names keeps its own name as a `track` call, so it meets
 //! the catalog (and the source's `unknown_events` rule) like any other.
 
@@ -156,6 +157,9 @@ mod tests {
         let posthog = mappings.of("posthog");
         assert_eq!(posthog.events["$pageview"].call, Call::Page);
         assert_eq!(posthog.events["$pageview"].rename["$current_url"], "url");
+        let ga4 = mappings.of("ga4");
+        assert_eq!(ga4.events["page_view"].call, Call::Page);
+        assert_eq!(ga4.events["purchase"].event.as_deref(), Some("Order Completed"));
         assert!(mappings.of("no-such-protocol").events.is_empty());
     }
 

@@ -65,6 +65,19 @@ pub fn events(request: &Request, principal: &Principal, batch: BatchRequest) -> 
     Ok(planned)
 }
 
+/// The verdict each event of `batch` would get, without producing
+/// anything or counting it in the metrics: the validation endpoints
+/// (`/debug/mp/collect`) answer exactly what [`events`] would decide.
+/// A strict source's batch is not refused here; each verdict says whether
+/// its event would be taken.
+pub fn dry_run(request: &Request, principal: &Principal, batch: BatchRequest) -> Result<Vec<Planned>, ApiError> {
+    let state = request.state;
+    state.edge.admits(&principal.source.id).map_err(ApiError::NotReady)?;
+    let mut admission = admission(request, principal, (state.clock)(), batch.sent_at.as_deref());
+    admission.protocol = batch.protocol;
+    Ok(admission.admit_all(batch.events))
+}
+
 /// Counts the schemas broken in `eventgw_contract_violations_total` (by
 /// schema and rollout), one counter update per distinct label pair; also
 /// for a strict source's batch that is then refused.

@@ -41,6 +41,16 @@ pub fn principal(request: &Request, req: &HttpRequest, body_key: Option<&str>) -
     Ok(principal)
 }
 
+/// As [`principal`], for a protocol whose own key travels in the URL under
+/// another name (GA4's `api_secret`): that key is held to the rule of a
+/// `writeKey` in a URL (`key_in_url`), and must name the same source as
+/// the header's, if any.
+pub fn url_principal(request: &Request, req: &HttpRequest, url_key: Option<&str>) -> Result<Principal, ApiError> {
+    let principal = identify(request, None, url_key).inspect_err(|_| request.failed_authentication())?;
+    req.extensions_mut().insert(Authenticated(Arc::clone(&principal.source)));
+    Ok(principal)
+}
+
 /// Every key present must name the same source, else
 /// `conflicting_write_keys`; a key in a URL must belong to a source whose
 /// key may travel there, else `key_not_allowed_in_url`.

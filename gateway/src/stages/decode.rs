@@ -26,6 +26,15 @@ const BASE64URL: GeneralPurpose = GeneralPurpose::new(
 /// What a refused body left unread is noted in the request's extensions, so
 /// the connection is closed rather than reused.
 pub async fn body(req: &HttpRequest, payload: web::Payload, state: &AppState) -> Result<Value, ApiError> {
+    let (body, gzip) = inflated(req, payload, state).await?;
+    wire::check_media_type(req.headers(), gzip)?;
+    Ok(wire::parse(&body, state.config.limits.json())?)
+}
+
+/// Reads and inflates a body within the configured body and decompressed
+/// limits, for a decoder that parses it itself; says whether it was gzip.
+/// What a refused body left unread is noted as in [`body`].
+pub async fn inflated(req: &HttpRequest, payload: web::Payload, state: &AppState) -> Result<(web::Bytes, bool), ApiError> {
     let limits = &state.config.limits;
     let server = &state.config.server;
     let deadline = Duration::from_millis(server.body_timeout_ms);
@@ -38,9 +47,7 @@ pub async fn body(req: &HttpRequest, payload: web::Payload, state: &AppState) ->
         }
         error
     })?;
-    let (body, gzip) = wire::decode(headers, raw, limits.max_decompressed_bytes)?;
-    wire::check_media_type(headers, gzip)?;
-    Ok(wire::parse(&body, limits.json())?)
+    Ok(wire::decode(headers, raw, limits.max_decompressed_bytes)?)
 }
 
 /// The pixel's event: `data` in the query string, base64url JSON, a

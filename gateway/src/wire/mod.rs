@@ -8,6 +8,7 @@ mod budget;
 mod error;
 mod json;
 mod json_errors;
+pub mod ga4;
 pub mod posthog;
 
 pub use batch::{BatchRequest, SEGMENT, decode_batch, decode_single};
