@@ -16,7 +16,7 @@ mod support;
 use std::io::Write;
 
 use serde_json::{Value, json};
-use support::{TestGateway, answer};
+use support::TestGateway;
 
 const DEMO: &str = "demo-write-key";
 
