@@ -49,7 +49,10 @@ pub async fn collect(
     let decoded = decoder::decode(&body, &stream, &state.config.limits, state.config.mappings.of(PROTOCOL))?;
     let answer = ingest(&request, &principal, decoded.batch).await?;
     let taken = |status| {
-        matches!(status, EventStatus::Accepted | EventStatus::Spooled | EventStatus::Duplicate | EventStatus::Suppressed)
+        matches!(
+            status,
+            EventStatus::Accepted | EventStatus::Spooled | EventStatus::Duplicate | EventStatus::Suppressed
+        )
     };
     if answer.events.iter().all(|e| taken(e.status)) {
         return Ok(HttpResponse::NoContent().finish());
@@ -90,7 +93,11 @@ fn messages(findings: &[Finding]) -> HttpResponse {
 /// A body the decoder refused, as GA4 reports it: one message on the body.
 fn body_finding(error: &ApiError) -> Finding {
     let code = if error.code() == Code::BatchTooLarge { "EXCEEDED_MAX_ENTITIES" } else { "VALUE_INVALID" };
-    Finding { field_path: String::new(), description: describe(error.code(), &error.to_string()), validation_code: code }
+    Finding {
+        field_path: String::new(),
+        description: describe(error.code(), &error.to_string()),
+        validation_code: code,
+    }
 }
 
 fn describe(code: Code, message: &str) -> String {
@@ -111,7 +118,10 @@ fn verdict_findings(index: usize, planned: &Planned, name: Option<&str>, mapping
     if !errors.is_empty() {
         let renames = name.and_then(|n| mapping.events.get(n)).map(|r| &r.rename);
         let ga4_name = |field: &str| {
-            renames.and_then(|r| r.iter().find(|(_, to)| *to == field)).map_or(field, |(from, _)| from.as_str()).to_owned()
+            renames
+                .and_then(|r| r.iter().find(|(_, to)| *to == field))
+                .map_or(field, |(from, _)| from.as_str())
+                .to_owned()
         };
         return errors.iter().map(|e| schema_finding(index, e, &ga4_name)).collect();
     }
@@ -135,7 +145,8 @@ fn schema_finding(index: usize, error: &SchemaViolation, ga4_name: &dyn Fn(&str)
         Some("userId") => "user_id".into(),
         Some("anonymousId") => "client_id".into(),
         Some("properties") => {
-            let rest: Vec<String> = parts.enumerate().map(|(i, p)| if i == 0 { ga4_name(p) } else { p.to_owned() }).collect();
+            let rest: Vec<String> =
+                parts.enumerate().map(|(i, p)| if i == 0 { ga4_name(p) } else { p.to_owned() }).collect();
             std::iter::once(format!("events[{index}].params")).chain(rest).collect::<Vec<_>>().join(".")
         }
         Some(other) => format!("events[{index}].{other}"),
@@ -143,7 +154,10 @@ fn schema_finding(index: usize, error: &SchemaViolation, ga4_name: &dyn Fn(&str)
     let required = error.message.contains("required");
     Finding {
         field_path,
-        description: describe(Code::SchemaViolation, &format!("{} (at `{}` of the catalog event)", error.message, error.path)),
+        description: describe(
+            Code::SchemaViolation,
+            &format!("{} (at `{}` of the catalog event)", error.message, error.path),
+        ),
         validation_code: if required { "VALUE_REQUIRED" } else { "VALUE_INVALID" },
     }
 }

@@ -34,7 +34,11 @@ pub async fn body(req: &HttpRequest, payload: web::Payload, state: &AppState) ->
 /// Reads and inflates a body within the configured body and decompressed
 /// limits, for a decoder that parses it itself; says whether it was gzip.
 /// What a refused body left unread is noted as in [`body`].
-pub async fn inflated(req: &HttpRequest, payload: web::Payload, state: &AppState) -> Result<(web::Bytes, bool), ApiError> {
+pub async fn inflated(
+    req: &HttpRequest,
+    payload: web::Payload,
+    state: &AppState,
+) -> Result<(web::Bytes, bool), ApiError> {
     let limits = &state.config.limits;
     let server = &state.config.server;
     let deadline = Duration::from_millis(server.body_timeout_ms);

@@ -421,7 +421,9 @@ fn event_findings(index: usize, event: &Value) -> Vec<Finding> {
     };
     let mut found = Vec::new();
     match event.get("name") {
-        None | Some(Value::Null) => found.push(Finding::new(at(".name"), "VALUE_REQUIRED", "an event needs a name".into())),
+        None | Some(Value::Null) => {
+            found.push(Finding::new(at(".name"), "VALUE_REQUIRED", "an event needs a name".into()))
+        }
         Some(Value::String(name)) => {
             if let Some(problem) = name_problem(name) {
                 found.push(Finding::new(at(".name"), "NAME_INVALID", format!("event name `{name}` {problem}")));

@@ -122,8 +122,8 @@ fn name_and_param_rules_are_found_exactly() {
 #[test]
 fn the_request_needs_a_stream_and_a_client() {
     let body = json!({"events": [{"name": "e"}]});
-    let decoded = decode(body.to_string().as_bytes(), &Stream::default(), &LimitsConfig::default(), &mapping())
-        .expect("decoded");
+    let decoded =
+        decode(body.to_string().as_bytes(), &Stream::default(), &LimitsConfig::default(), &mapping()).expect("decoded");
     let paths: Vec<&str> = decoded.findings.iter().map(|f| f.field_path.as_str()).collect();
     assert_eq!(paths, ["measurement_id", "client_id"]);
     assert_eq!(decoded.batch.write_key, None);

@@ -6,9 +6,9 @@ mod batch;
 mod body;
 mod budget;
 mod error;
+pub mod ga4;
 mod json;
 mod json_errors;
-pub mod ga4;
 pub mod posthog;
 
 pub use batch::{BatchRequest, SEGMENT, decode_batch, decode_single};
