@@ -204,7 +204,7 @@ async fn debug_answers_the_catalogs_check_and_stores_nothing() {
         messages.iter().any(|m| m["fieldPath"] == path && m["validationCode"] == code && m["description"].is_string())
     };
     assert!(has("events[0].params.currency", "VALUE_INVALID"), "the schema's pattern, at GA4's name: {answer}");
-    assert!(has("events[0].params", "VALUE_REQUIRED"), "the missing order id: {answer}");
+    assert!(has("events[0].params.transaction_id", "VALUE_REQUIRED"), "the missing order id, GA4's name: {answer}");
     assert!(has("events[1].name", "NAME_INVALID"), "GA4's name rule: {answer}");
     assert!(
         messages.iter().any(|m| m["description"].as_str().is_some_and(|d| d.starts_with("schema_violation: "))),

@@ -139,9 +139,14 @@ fn verdict_findings(index: usize, planned: &Planned, name: Option<&str>, mapping
 /// One schema violation at its GA4 path: `/properties/order_id` of a
 /// purchase is `events[0].params.transaction_id`, `/userId` is `user_id`.
 fn schema_finding(index: usize, error: &SchemaViolation, ga4_name: &dyn Fn(&str) -> String) -> Finding {
-    let mut parts = error.path.split('/').skip(1);
+    let mut segments: Vec<&str> = error.path.split('/').skip(1).filter(|p| !p.is_empty()).collect();
+    // A missing property is reported at its parent: name the property itself.
+    if let Some(missing) = error.message.strip_prefix('"').and_then(|m| m.split_once("\" is a required property")) {
+        segments.push(missing.0);
+    }
+    let mut parts = segments.into_iter();
     let field_path = match parts.next() {
-        None | Some("") => format!("events[{index}]"),
+        None => format!("events[{index}]"),
         Some("userId") => "user_id".into(),
         Some("anonymousId") => "client_id".into(),
         Some("properties") => {
@@ -149,7 +154,10 @@ fn schema_finding(index: usize, error: &SchemaViolation, ga4_name: &dyn Fn(&str)
                 parts.enumerate().map(|(i, p)| if i == 0 { ga4_name(p) } else { p.to_owned() }).collect();
             std::iter::once(format!("events[{index}].params")).chain(rest).collect::<Vec<_>>().join(".")
         }
-        Some(other) => format!("events[{index}].{other}"),
+        Some(other) => {
+            let rest: Vec<&str> = std::iter::once(other).chain(parts).collect();
+            format!("events[{index}].{}", rest.join("."))
+        }
     };
     let required = error.message.contains("required");
     Finding {
