@@ -10,10 +10,11 @@
 //! identical request is stored once. Pure: bytes in, a batch out, with the
 //! protocol's own rules broken listed beside it for `/debug/mp/collect`.
 
-use serde::Serialize;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use self::rules::event_findings;
+pub use self::rules::{Finding, MAX_NAME_CHARS, MAX_PARAMS};
 use super::{BatchRequest, WireError, parse};
 use crate::config::LimitsConfig;
 use crate::config::mapping::{Call, EventRule, TrackerMapping};
@@ -24,55 +25,10 @@ pub const PROTOCOL: &str = "ga4";
 /// Events per request GA4 takes.
 pub const MAX_EVENTS: usize = 25;
 
-/// Longest event and parameter name GA4 takes, in characters.
-pub const MAX_NAME_CHARS: usize = 40;
-
-/// Parameters per event GA4 takes.
-pub const MAX_PARAMS: usize = 25;
-
 /// Parameters GA4 itself reads (sessions, engagement, its debug view):
 /// kept under `context.ga4`, not the catalog's `properties`, unless a
 /// mapping rule renames them into the catalog.
 const OWN_PARAMS: [&str; 3] = ["session_id", "engagement_time_msec", "debug_mode"];
-
-/// Prefixes GA4 reserves for its own event names.
-const RESERVED_PREFIXES: [&str; 5] = ["_", "firebase_", "ga_", "google_", "gtag."];
-
-/// Event names GA4 reserves (its automatically collected events).
-const RESERVED_NAMES: &[&str] = &[
-    "ad_activeview",
-    "ad_click",
-    "ad_exposure",
-    "ad_impression",
-    "ad_query",
-    "ad_reward",
-    "adunit_exposure",
-    "app_background",
-    "app_clear_data",
-    "app_exception",
-    "app_remove",
-    "app_store_refund",
-    "app_store_subscription_cancel",
-    "app_store_subscription_convert",
-    "app_store_subscription_renew",
-    "app_update",
-    "app_upgrade",
-    "dynamic_link_app_open",
-    "dynamic_link_app_update",
-    "dynamic_link_first_open",
-    "error",
-    "first_open",
-    "first_visit",
-    "in_app_purchase",
-    "notification_dismiss",
-    "notification_foreground",
-    "notification_open",
-    "notification_receive",
-    "os_update",
-    "session_start",
-    "session_start_with_rollout",
-    "user_engagement",
-];
 
 /// The URL's parameters: which GA4 stream, and the source's key.
 #[derive(Debug, Default, Clone)]
@@ -102,26 +58,6 @@ impl Stream {
     /// The stream's id, whichever kind it is.
     fn id(&self) -> Option<&str> {
         self.measurement_id.as_deref().or(self.firebase_app_id.as_deref())
-    }
-}
-
-/// A rule of GA4's own broken, as `/debug/mp/collect` reports it (its
-/// `validationMessages` entries).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Finding {
-    /// Where, as GA4 writes it (`events[0].name`).
-    pub field_path: String,
-    /// What is wrong, in words.
-    pub description: String,
-    /// GA4's code: `VALUE_INVALID`, `VALUE_REQUIRED`, `NAME_INVALID`,
-    /// `NAME_RESERVED`, `EXCEEDED_MAX_ENTITIES`.
-    pub validation_code: &'static str,
-}
-
-impl Finding {
-    fn new(field_path: String, validation_code: &'static str, description: String) -> Self {
-        Self { field_path, description, validation_code }
     }
 }
 
@@ -411,63 +347,8 @@ fn canonical_json(value: &Value, hash: &mut Sha256) {
     }
 }
 
-/// GA4's rules for one event: a name (letters, digits and `_`, starting
-/// with a letter, at most [`MAX_NAME_CHARS`], not reserved), params an
-/// object of at most [`MAX_PARAMS`] with valid names.
-fn event_findings(index: usize, event: &Value) -> Vec<Finding> {
-    let at = |field: &str| format!("events[{index}]{field}");
-    let Value::Object(event) = event else {
-        return vec![Finding::new(at(""), "VALUE_INVALID", "each event must be a JSON object".into())];
-    };
-    let mut found = Vec::new();
-    match event.get("name") {
-        None | Some(Value::Null) => {
-            found.push(Finding::new(at(".name"), "VALUE_REQUIRED", "an event needs a name".into()))
-        }
-        Some(Value::String(name)) => {
-            if let Some(problem) = name_problem(name) {
-                found.push(Finding::new(at(".name"), "NAME_INVALID", format!("event name `{name}` {problem}")));
-            } else if is_reserved(name) {
-                let message = format!("event name `{name}` is reserved by GA4");
-                found.push(Finding::new(at(".name"), "NAME_RESERVED", message));
-            }
-        }
-        Some(_) => found.push(Finding::new(at(".name"), "VALUE_INVALID", "the event name must be a string".into())),
-    }
-    match event.get("params") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(params)) => {
-            if params.len() > MAX_PARAMS {
-                let message = format!("{} params; GA4 takes at most {MAX_PARAMS} per event", params.len());
-                found.push(Finding::new(at(".params"), "EXCEEDED_MAX_ENTITIES", message));
-            }
-            for name in params.keys() {
-                if let Some(problem) = name_problem(name) {
-                    let message = format!("param name `{name}` {problem}");
-                    found.push(Finding::new(at(&format!(".params.{name}")), "NAME_INVALID", message));
-                }
-            }
-        }
-        Some(_) => found.push(Finding::new(at(".params"), "VALUE_INVALID", "`params` must be an object".into())),
-    }
-    found
-}
-
-/// Why `name` is not a GA4 name, if it is not.
-fn name_problem(name: &str) -> Option<String> {
-    if name.chars().count() > MAX_NAME_CHARS {
-        return Some(format!("is longer than {MAX_NAME_CHARS} characters"));
-    }
-    if !name.starts_with(|c: char| c.is_ascii_alphabetic()) {
-        return Some("must start with a letter".into());
-    }
-    (!name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
-        .then(|| "may hold only letters, digits and underscores".into())
-}
-
-fn is_reserved(name: &str) -> bool {
-    RESERVED_PREFIXES.iter().any(|p| name.starts_with(p)) || RESERVED_NAMES.contains(&name)
-}
+#[path = "ga4_rules.rs"]
+mod rules;
 
 #[cfg(test)]
 #[path = "ga4_tests.rs"]
