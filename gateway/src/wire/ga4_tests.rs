@@ -158,3 +158,56 @@ fn ga4mps_postponed_single_event_is_one_event() {
     assert_eq!(batch.events.len(), 1);
     assert_eq!(batch.events[0]["type"], "page");
 }
+
+mod fuzz {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// JSON values a client might put anywhere in a request.
+    fn any_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            ".{0,12}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 32, 5, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                prop::collection::btree_map("[a-z_]{1,8}", inner, 0..5)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn any_bytes_decode_or_refuse_without_panic(bytes in prop::collection::vec(any::<u8>(), 0..256)) {
+            let _ = decode(&bytes, &stream(), &LimitsConfig::default(), &mapping());
+        }
+
+        #[test]
+        fn every_decoded_event_has_a_derived_id(
+            top in prop::collection::btree_map("client_id|user_id|timestamp_micros|consent|x", any_json(), 0..4),
+            events in prop::collection::vec(any_json(), 1..30),
+        ) {
+            let mut body: serde_json::Map<String, Value> = top.into_iter().collect();
+            let count = events.len();
+            body.insert("events".into(), Value::Array(events));
+            match run(&Value::Object(body)) {
+                Ok(decoded) => {
+                    prop_assert!(count <= MAX_EVENTS);
+                    prop_assert_eq!(decoded.batch.events.len(), count);
+                    prop_assert_eq!(decoded.names.len(), count);
+                    for event in decoded.batch.events.iter().filter(|e| e.is_object()) {
+                        prop_assert_eq!(event["messageId"].as_str().map(str::len), Some(36));
+                    }
+                }
+                Err(error) => prop_assert!(count > MAX_EVENTS && error.code() == "batch_too_large", "{error}"),
+            }
+        }
+    }
+}
