@@ -12,6 +12,13 @@ pub enum AuthError {
     /// body to stop retrying instead of looping.
     #[error("Invalid write key: no source has this write key")]
     InvalidWriteKey,
+    /// No source lists this Snowplow app id (`aid`; empty when the event
+    /// has none) in `snowplow_app_ids`.
+    #[error(
+        "unknown Snowplow app id `{0}`: no source lists it in `snowplow_app_ids`; set the tracker's appId to one \
+         that a source lists"
+    )]
+    UnknownAppId(String),
     /// A bearer token that does not verify.
     #[error("{0}")]
     Jwt(crate::auth::jwt::JwtError),
