@@ -314,10 +314,9 @@ fn json_field(
         _ => return Ok(None),
     };
     parse(&bytes, limits.json()).map(Some).map_err(|e| match e {
-        WireError::MalformedJson(_) | WireError::InvalidUtf8(_) | WireError::DuplicateKey(_) => {
-            invalid(&format!("`data[{index}].{field}` is not JSON: {e}"))
-        }
-        other => other,
+        // Limits keep their own codes; anything else is this field's fault.
+        limit @ (WireError::TooDeep { .. } | WireError::StringTooLong { .. }) => limit,
+        other => invalid(&format!("`data[{index}].{field}` is not JSON we take: {other}")),
     })
 }
 
