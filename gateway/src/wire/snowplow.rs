@@ -305,7 +305,7 @@ fn json_field(
         (Some(Value::String(text)), _) => (plain, text.into_bytes()),
         (_, Some(Value::String(text))) => {
             // A `+` a client left unescaped in a query reads as a space.
-            let text = text.trim().trim_end_matches('=').replace(' ', "+").replace('-', "+").replace('_', "/");
+            let text = text.trim().trim_end_matches('=').replace([' ', '-'], "+").replace('_', "/");
             let bytes = BASE64.decode(text.as_bytes()).map_err(|e| {
                 invalid(&format!("`data[{index}].{encoded}` is not base64 (standard or url-safe): {e}"))
             })?;
