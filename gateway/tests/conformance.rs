@@ -162,6 +162,13 @@ async fn snowplow_node() {
     snowplow_case("snowplow-node", node("snowplow-node.mjs")).await;
 }
 
+#[actix_web::test]
+#[ignore = "needs the SDKs: run scripts/test-conformance"]
+async fn snowplow_python() {
+    let python = Driver::new(deps_dir().join("venv/bin/python"), suite_dir().join("python")).arg("snowplow_driver.py");
+    snowplow_case("snowplow-python", python).await;
+}
+
 /// A free port for a browser case's page, so its origin (`http://localhost:PORT`)
 /// can be allowed before the gateway starts.
 fn free_port() -> u16 {
