@@ -25,8 +25,8 @@ use crate::error::ApiError;
 use crate::stages::ingest::{arrive, ingest};
 use crate::stages::{authenticate, decode};
 use crate::state::AppState;
+use crate::wire;
 use crate::wire::snowplow::{self as decoder, Decoded, PROTOCOL};
-use crate::wire::{self};
 
 /// The `endpoint` label of `GET /i`'s events.
 const PIXEL_ENDPOINT: &str = "snowplow-pixel";

@@ -12,10 +12,9 @@
 //! event has no place for are kept under `context.snowplow` by their
 //! protocol names. Pure: bytes in, a batch out.
 
-use base64::Engine;
-use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use serde_json::{Map, Value};
 
+use self::fields::{contexts, json_field};
 use self::kinds::What;
 use super::{BatchRequest, WireError, parse};
 use crate::config::LimitsConfig;
@@ -30,22 +29,12 @@ pub const PAYLOAD_DATA: &str = "iglu:com.snowplowanalytics.snowplow/payload_data
 /// The envelope of `ue_pr`/`ue_px`, any 1-x-x version.
 const UNSTRUCT_EVENT: &str = "iglu:com.snowplowanalytics.snowplow/unstruct_event/jsonschema/1-";
 
-/// The envelope of `co`/`cx`, any 1-x-x version.
-const CONTEXTS: &str = "iglu:com.snowplowanalytics.snowplow/contexts/jsonschema/1-";
-
 /// Fields the canonical event holds in its own places; every other field
 /// is kept under `context.snowplow` as sent.
 const MAPPED: &[&str] = &[
     "eid", "uid", "dtm", "ttm", "stm", "url", "page", "refr", "lang", "tz", "ua", "ip", "res", "co", "cx", "ue_pr",
     "ue_px",
 ];
-
-/// base64 of either alphabet, padded or not: trackers differ (the browser
-/// tracker's `encodeBase64` and the Python tracker write url-safe).
-const BASE64: GeneralPurpose = GeneralPurpose::new(
-    &base64::alphabet::STANDARD,
-    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
-);
 
 /// One event's fields as sent: every value a string.
 pub type Fields = Map<String, Value>;
@@ -273,52 +262,8 @@ fn page_context(event: &Fields) -> Map<String, Value> {
     context
 }
 
-/// The event's `co` (JSON) or `cx` (base64 JSON) contexts: the entities of
-/// a `contexts` envelope, an array of `{schema, data}`.
-fn contexts(index: usize, event: &mut Fields, limits: &LimitsConfig) -> Result<Option<Value>, WireError> {
-    let Some(envelope) = json_field(index, event, "co", "cx", limits)? else { return Ok(None) };
-    let at = format!("data[{index}].co/cx");
-    let Value::Object(mut envelope) = envelope else {
-        return Err(invalid(&format!("`{at}` must be a `{{\"schema\", \"data\"}}` contexts object")));
-    };
-    match envelope.get("schema").and_then(Value::as_str) {
-        Some(schema) if schema.starts_with(CONTEXTS) => {}
-        _ => return Err(invalid(&format!("`{at}` must have the schema {CONTEXTS}x-x"))),
-    }
-    match envelope.remove("data") {
-        Some(Value::Array(entities)) => Ok(Some(Value::Array(entities))),
-        _ => Err(invalid(&format!("`{at}.data` must be an array of `{{\"schema\", \"data\"}}` entities"))),
-    }
-}
-
-/// The JSON of a field sent plain (`plain`) or base64-encoded (`encoded`),
-/// removed from the event; the plain one wins when both are sent.
-fn json_field(
-    index: usize,
-    event: &mut Fields,
-    plain: &str,
-    encoded: &str,
-    limits: &LimitsConfig,
-) -> Result<Option<Value>, WireError> {
-    let (plain_text, encoded_text) = (event.remove(plain), event.remove(encoded));
-    let (field, bytes) = match (plain_text, encoded_text) {
-        (Some(Value::String(text)), _) => (plain, text.into_bytes()),
-        (_, Some(Value::String(text))) => {
-            // A `+` a client left unescaped in a query reads as a space.
-            let text = text.trim().trim_end_matches('=').replace([' ', '-'], "+").replace('_', "/");
-            let bytes = BASE64.decode(text.as_bytes()).map_err(|e| {
-                invalid(&format!("`data[{index}].{encoded}` is not base64 (standard or url-safe): {e}"))
-            })?;
-            (encoded, bytes)
-        }
-        _ => return Ok(None),
-    };
-    parse(&bytes, limits.json()).map(Some).map_err(|e| match e {
-        // Limits keep their own codes; anything else is this field's fault.
-        limit @ (WireError::TooDeep { .. } | WireError::StringTooLong { .. }) => limit,
-        other => invalid(&format!("`data[{index}].{field}` is not JSON we take: {other}")),
-    })
-}
+#[path = "snowplow_fields.rs"]
+mod fields;
 
 #[path = "snowplow_kinds.rs"]
 mod kinds;

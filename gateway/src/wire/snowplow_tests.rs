@@ -4,6 +4,7 @@
 //! tracker's `snowplow_tracker/payload.py` and `emitters.py`, which
 //! stringify every field of a POSTed event) and on bad ones.
 
+use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use serde_json::{Value, json};
 
@@ -111,6 +112,17 @@ fn self_describing_events_are_mapped_by_schema_with_contexts_plain_or_base64() {
     assert_eq!(acme["properties"], json!({"step": 1}));
     assert_eq!(any_version("iglu:com.acme/x/jsonschema/12-3-4").as_deref(), Some("iglu:com.acme/x/jsonschema/12-*-*"));
     assert_eq!(any_version("iglu:com.acme/x/jsonschema/x-1-0"), None);
+}
+
+#[test]
+fn a_mobile_screen_view_is_a_screen_call_named_by_its_data() {
+    let screen = unstruct(
+        "iglu:com.snowplowanalytics.mobile/screen_view/jsonschema/1-0-0",
+        json!({"name": "Cart", "id": "s-1"}),
+    );
+    let event = one(json!({"e": "ue", "p": "mob", "ue_pr": screen, "uid": "u"}));
+    assert_eq!((event["type"].as_str(), event["name"].as_str()), (Some("screen"), Some("Cart")));
+    assert!(event.get("event").is_none(), "a screen call names no track event");
 }
 
 #[test]
