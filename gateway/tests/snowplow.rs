@@ -170,6 +170,26 @@ async fn unknown_missing_and_mixed_app_ids_are_401_and_nothing_is_stored() {
 }
 
 #[actix_web::test]
+async fn an_authorization_header_must_name_the_app_ids_source() {
+    let gw = TestGateway::start().await;
+    let with_key = |key: &str| {
+        reqwest::Client::new()
+            .post(format!("{}{TP2}", gw.url))
+            .basic_auth(key, Some(""))
+            .header("content-type", "application/json")
+            .body(body(vec![page_view("h-1")]))
+            .send()
+    };
+    let (status, _, answer) = support::answer(with_key("billing-backend-key").await.expect("send")).await;
+    assert_eq!((status, answer["code"].as_str()), (401, Some("conflicting_app_ids")), "{answer}");
+    let (status, _, answer) = support::answer(with_key("demo-write-key").await.expect("send")).await;
+    assert_eq!(status, 200, "{answer}");
+    let records = gw.sink.records();
+    assert_eq!(records.len(), 1);
+    assert_eq!(header(&records[0], "auth"), Some("write-key"), "the header's principal says more than an app id");
+}
+
+#[actix_web::test]
 async fn cors_grants_credentials_to_an_allowed_origin_only() {
     let gw = TestGateway::start().await;
     let client = reqwest::Client::new();
