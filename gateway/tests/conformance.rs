@@ -169,6 +169,15 @@ async fn snowplow_python() {
     snowplow_case("snowplow-python", python).await;
 }
 
+/// Snowplow's browser tracker in Chromium on a page of another origin: its
+/// POSTs carry cookies, so each needs the credentialed CORS grant of the
+/// page's origin (`Access-Control-Allow-Credentials: true`).
+#[actix_web::test]
+#[ignore = "needs the SDKs: run scripts/test-conformance"]
+async fn snowplow_browser() {
+    browser_case_of("snowplow-browser", "snowplow", &SNOWPLOW_CALLS).await;
+}
+
 /// A free port for a browser case's page, so its origin (`http://localhost:PORT`)
 /// can be allowed before the gateway starts.
 fn free_port() -> u16 {
@@ -178,13 +187,18 @@ fn free_port() -> u16 {
 /// A browser SDK on a page of another origin: `http://localhost:PORT`
 /// against a gateway on `http://127.0.0.1:...`.
 async fn browser_case(case: &str, sdk: &str) {
+    browser_case_of(case, sdk, &SERVER_CALLS).await;
+}
+
+/// As [`browser_case`], expecting `expected` from the page.
+async fn browser_case_of(case: &str, sdk: &str, expected: &[harness::Expect]) {
     let port = free_port();
     let gateway = start_gateway(&[format!("http://localhost:{port}")]).await;
     let user = user(case);
     let driver = node("browser.mjs").arg(sdk).env("PAGE_PORT", port.to_string());
     let report = driver_env(driver, &gateway.url, &user).run().await;
     eprintln!("{case}: {report}");
-    assert_delivered(case, &user, &SERVER_CALLS, 0);
+    assert_delivered(case, &user, expected, 0);
     gateway.stop().await;
 }
 
