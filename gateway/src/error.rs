@@ -28,10 +28,7 @@ pub enum ApiError {
     /// A Snowplow request whose events' app ids (`aid`) name different
     /// sources, or another source than the `Authorization` header: whose
     /// events they are is ambiguous, so none are taken.
-    #[error(
-        "the request's Snowplow app ids (`aid`) name different sources{0}; send each source's events in requests \
-         of their own"
-    )]
+    #[error("the request's Snowplow app ids (`aid`) name {0}; send each source's events in requests of their own")]
     ConflictingAppIds(&'static str),
     /// A server source's key in a URL (pixel, beacon, settings), where keys
     /// end up in access logs, proxies and referrers.

@@ -146,13 +146,14 @@ async fn unknown_missing_and_mixed_app_ids_are_401_and_nothing_is_stored() {
     stranger["aid"] = json!("nobody");
     let mut anonymous = page_view("x-2");
     anonymous.as_object_mut().expect("event").remove("aid");
-    for (what, events, code) in [
-        ("unknown", vec![stranger], "unknown_app_id"),
-        ("missing", vec![page_view("x-3"), anonymous], "unknown_app_id"),
+    for (what, events, says) in [
+        ("unknown", vec![stranger], "unknown Snowplow app id `nobody`"),
+        ("missing", vec![page_view("x-3"), anonymous], "an event has no Snowplow app id"),
     ] {
         let (status, _, answer) = post(&gw, body(events), None).await;
-        assert_eq!((status, answer["code"].as_str()), (401, Some(code)), "{what}: {answer}");
-        assert!(answer["message"].as_str().is_some_and(|m| m.contains("snowplow_app_ids")), "{answer}");
+        assert_eq!((status, answer["code"].as_str()), (401, Some("unknown_app_id")), "{what}: {answer}");
+        let message = answer["message"].as_str().unwrap_or_default();
+        assert!(message.contains(says) && message.contains("snowplow_app_ids"), "{what}: {answer}");
     }
     let gw2 = TestGateway::start_with(|c| {
         let mut other = c.sources[0].clone();

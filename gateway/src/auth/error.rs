@@ -14,10 +14,7 @@ pub enum AuthError {
     InvalidWriteKey,
     /// No source lists this Snowplow app id (`aid`; empty when the event
     /// has none) in `snowplow_app_ids`.
-    #[error(
-        "unknown Snowplow app id `{0}`: no source lists it in `snowplow_app_ids`; set the tracker's appId to one \
-         that a source lists"
-    )]
+    #[error("{}", unknown_app_id(.0))]
     UnknownAppId(String),
     /// A bearer token that does not verify.
     #[error("{0}")]
@@ -25,6 +22,18 @@ pub enum AuthError {
     /// Too many failed authentications from this address.
     #[error("too many failed authentications from this address; retry after the delay in Retry-After")]
     LockedOut(crate::quota::Denied),
+}
+
+/// Longest app id echoed in a refusal: it is the client's own text.
+const MAX_ECHOED_APP_ID: usize = 64;
+
+fn unknown_app_id(app_id: &str) -> String {
+    let fix = "set the tracker's appId to one a source lists in `snowplow_app_ids`";
+    if app_id.is_empty() {
+        return format!("an event has no Snowplow app id (`aid`); {fix}");
+    }
+    let shown: String = app_id.chars().take(MAX_ECHOED_APP_ID).collect();
+    format!("unknown Snowplow app id `{shown}`: no source lists it; {fix}")
 }
 
 #[cfg(test)]

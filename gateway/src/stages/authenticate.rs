@@ -72,13 +72,13 @@ fn by_app_ids<'a>(request: &Request, app_ids: impl IntoIterator<Item = &'a str>)
         match &found {
             None => found = Some(principal),
             Some(held) if held.source.id == principal.source.id => {}
-            Some(_) => return Err(ApiError::ConflictingAppIds("")),
+            Some(_) => return Err(ApiError::ConflictingAppIds("different sources")),
         }
     }
     let found = found.ok_or_else(|| AuthError::UnknownAppId(String::new()))?;
     match &request.header {
         Some(header) if header.source.id != found.source.id => {
-            Err(ApiError::ConflictingAppIds(" than the Authorization header"))
+            Err(ApiError::ConflictingAppIds("another source than the Authorization header"))
         }
         // A header's principal (a JWT's subject) says more than an app id.
         Some(header) => Ok(header.clone()),
