@@ -23,7 +23,7 @@ use super::BatchAnswer;
 use super::pixel::gif;
 use crate::error::ApiError;
 use crate::stages::ingest::{arrive, ingest};
-use crate::stages::{authenticate, decode};
+use crate::stages::{Request, authenticate, decode};
 use crate::state::AppState;
 use crate::wire;
 use crate::wire::snowplow::{self as decoder, Decoded, PROTOCOL};
@@ -70,11 +70,7 @@ pub async fn pixel(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse
     }
 }
 
-async fn take(
-    request: &crate::stages::Request<'_>,
-    req: &HttpRequest,
-    decoded: Decoded,
-) -> Result<BatchAnswer, ApiError> {
+async fn take(request: &Request<'_>, req: &HttpRequest, decoded: Decoded) -> Result<BatchAnswer, ApiError> {
     let principal = authenticate::app_principal(request, req, decoded.app_ids.iter().map(String::as_str))?;
     ingest(request, &principal, decoded.batch).await
 }

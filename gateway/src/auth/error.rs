@@ -43,3 +43,17 @@ impl AuthError {
         crate::error::auth_code(self)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_app_id_is_echoed_up_to_its_limit() {
+        let at = "a".repeat(MAX_ECHOED_APP_ID);
+        assert!(AuthError::UnknownAppId(at.clone()).to_string().contains(&format!("`{at}`")));
+        let past = AuthError::UnknownAppId(format!("{at}~")).to_string();
+        assert!(past.contains(&format!("`{at}`")) && !past.contains('~'), "{past}");
+        assert!(AuthError::UnknownAppId(String::new()).to_string().starts_with("an event has no Snowplow app id"));
+    }
+}
