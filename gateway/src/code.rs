@@ -42,6 +42,10 @@ pub enum Code {
     ConflictingWriteKeys,
     /// A server source's key in a URL.
     KeyNotAllowedInUrl,
+    /// A Snowplow app id (`aid`) no source lists, or none.
+    UnknownAppId,
+    /// A Snowplow request whose app ids name different sources.
+    ConflictingAppIds,
     /// A bearer token that is not a JWT.
     MalformedToken,
     /// A JWT with `alg: none`.
@@ -149,7 +153,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, requests' first, then events'.
-    pub const ALL: [Self; 67] = [
+    pub const ALL: [Self; 69] = [
         Self::MalformedJson,
         Self::InvalidUtf8,
         Self::InvalidUnicodeEscape,
@@ -166,6 +170,8 @@ impl Code {
         Self::InvalidWriteKey,
         Self::ConflictingWriteKeys,
         Self::KeyNotAllowedInUrl,
+        Self::UnknownAppId,
+        Self::ConflictingAppIds,
         Self::MalformedToken,
         Self::UnsignedToken,
         Self::AlgorithmNotAllowed,
@@ -238,6 +244,8 @@ impl Code {
             Self::InvalidWriteKey => "invalid_write_key",
             Self::ConflictingWriteKeys => "conflicting_write_keys",
             Self::KeyNotAllowedInUrl => "key_not_allowed_in_url",
+            Self::UnknownAppId => "unknown_app_id",
+            Self::ConflictingAppIds => "conflicting_app_ids",
             Self::MalformedToken => "malformed_token",
             Self::UnsignedToken => "unsigned_token",
             Self::AlgorithmNotAllowed => "algorithm_not_allowed",

@@ -1,8 +1,11 @@
 //! CORS, answered per source from its configured origins. A preflight
 //! carries no credentials, so it is granted when any source allows the
 //! origin; an actual answer is readable by the page only when the source
-//! that authenticated allows it. Credentials are never allowed, and what is
-//! echoed is always the configured origin (or `*`), never the client's text.
+//! that authenticated allows it. Credentials are allowed only on the paths
+//! of a tracker that sends them (Snowplow's, see
+//! [`crate::api::routes::credentialed`]) and only to a configured origin,
+//! never with `*`; what is echoed is always the configured origin (or
+//! `*`), never the client's text.
 
 use std::collections::HashMap;
 
@@ -79,6 +82,15 @@ pub fn grant(headers: &mut HeaderMap, allowed: HeaderValue) {
     vary_origin(headers);
 }
 
+/// Lets the page send and read with credentials (cookies): only for a
+/// configured origin, as browsers refuse credentials with `*` anyway.
+pub fn allow_credentials(headers: &mut HeaderMap) {
+    let specific = headers.get(header::ACCESS_CONTROL_ALLOW_ORIGIN).is_some_and(|v| v.as_bytes() != b"*");
+    if specific {
+        headers.insert(header::ACCESS_CONTROL_ALLOW_CREDENTIALS, HeaderValue::from_static("true"));
+    }
+}
+
 /// Answers differ by `Origin`, so caches must key on it.
 pub fn vary_origin(headers: &mut HeaderMap) {
     headers.append(header::VARY, HeaderValue::from_static("Origin"));
@@ -86,8 +98,8 @@ pub fn vary_origin(headers: &mut HeaderMap) {
 
 /// The answer to a preflight from an allowed origin: the SDKs' headers,
 /// and whatever else the page asks for (a page may add its own headers to
-/// an SDK's requests; nothing here is a credential, and credentials are
-/// never allowed).
+/// an SDK's requests; nothing here is a credential; credentials are
+/// allowed by [`allow_credentials`] where a path needs them).
 pub fn preflight(allowed: HeaderValue, requested: Option<&HeaderValue>) -> HttpResponse {
     let mut granted = GRANTED_HEADERS.to_owned();
     if let Some(extra) = requested.and_then(|r| requested_headers(r.as_bytes())) {

@@ -25,6 +25,11 @@ pub enum ApiError {
         "the write key in the {0} names another source than the Authorization header; send one key, or the same key in both"
     )]
     ConflictingWriteKeys(&'static str),
+    /// A Snowplow request whose events' app ids (`aid`) name different
+    /// sources, or another source than the `Authorization` header: whose
+    /// events they are is ambiguous, so none are taken.
+    #[error("the request's Snowplow app ids (`aid`) name {0}; send each source's events in requests of their own")]
+    ConflictingAppIds(&'static str),
     /// A server source's key in a URL (pixel, beacon, settings), where keys
     /// end up in access logs, proxies and referrers.
     #[error("this source's write key may not travel in a URL; send it as the HTTP Basic user name")]
@@ -124,6 +129,7 @@ pub fn auth_code(error: &AuthError) -> Code {
     match error {
         AuthError::MalformedCredentials(_) => Code::MalformedCredentials,
         AuthError::InvalidWriteKey => Code::InvalidWriteKey,
+        AuthError::UnknownAppId(_) => Code::UnknownAppId,
         AuthError::Jwt(e) => jwt_code(e),
         AuthError::LockedOut(_) => Code::TooManyAuthFailures,
     }
@@ -180,6 +186,7 @@ impl ApiError {
         match self {
             Self::MissingCredentials => Code::MissingCredentials,
             Self::ConflictingWriteKeys(_) => Code::ConflictingWriteKeys,
+            Self::ConflictingAppIds(_) => Code::ConflictingAppIds,
             Self::KeyNotAllowedInUrl => Code::KeyNotAllowedInUrl,
             Self::HeadersTooLarge { .. } => Code::HeadersTooLarge,
             Self::BatchRejected(..) => Code::BatchRejected,
@@ -279,8 +286,14 @@ impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
         match self {
             Self::MissingCredentials
-            | Self::Auth(AuthError::MalformedCredentials(_) | AuthError::InvalidWriteKey | AuthError::Jwt(_))
-            | Self::ConflictingWriteKeys(_) => StatusCode::UNAUTHORIZED,
+            | Self::Auth(
+                AuthError::MalformedCredentials(_)
+                | AuthError::InvalidWriteKey
+                | AuthError::UnknownAppId(_)
+                | AuthError::Jwt(_),
+            )
+            | Self::ConflictingWriteKeys(_)
+            | Self::ConflictingAppIds(_) => StatusCode::UNAUTHORIZED,
             Self::KeyNotAllowedInUrl => StatusCode::FORBIDDEN,
             Self::HeadersTooLarge { .. } => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             Self::QuotaExceeded(_) | Self::Auth(AuthError::LockedOut(_)) => StatusCode::TOO_MANY_REQUESTS,

@@ -76,6 +76,8 @@ pub fn serve_with_tls(
             .service(get(&api::routes::POSTHOG_STATIC).route(web::get().to(api::posthog::extension)))
             .service(post(&api::routes::GA4_COLLECT).route(web::post().to(api::ga4::collect)))
             .service(post(&api::routes::GA4_DEBUG).route(web::post().to(api::ga4::debug)))
+            .service(post(&api::routes::SNOWPLOW_TP2).route(web::post().to(api::snowplow::tp2)))
+            .service(get(&api::routes::SNOWPLOW_PIXEL).route(web::get().to(api::snowplow::pixel)))
             .service(get(&["/healthz"]).route(web::get().to(api::health::healthz)))
             .service(get(&["/readyz"]).route(web::get().to(api::health::readyz)))
             .service(get(&["/metrics"]).route(web::get().to(api::metrics::metrics)))
@@ -138,6 +140,7 @@ where
     };
     let origin = req.headers().get(header::ORIGIN).cloned();
     let endpoint = api::routes::label(req.path()).unwrap_or("other");
+    let credentialed = api::routes::credentialed(req.path());
     let head_limit = state.config.server.max_header_bytes;
     if head_bytes(&req) > head_limit {
         let answer = ApiError::HeadersTooLarge { limit: head_limit }.error_response();
@@ -146,7 +149,12 @@ where
     }
     if req.method() == Method::OPTIONS {
         let answer = if api::routes::cross_origin(req.path()) {
-            preflight(&state, origin.as_ref(), req.headers().get(header::ACCESS_CONTROL_REQUEST_HEADERS))
+            let mut answer =
+                preflight(&state, origin.as_ref(), req.headers().get(header::ACCESS_CONTROL_REQUEST_HEADERS));
+            if credentialed {
+                cors::allow_credentials(answer.headers_mut());
+            }
+            answer
         } else {
             not_found_answer()
         };
@@ -180,7 +188,12 @@ where
                 None => state.auth.load().preflight_origins.grant_for(origin),
             };
             match allowed {
-                Some(allowed) => cors::grant(response.headers_mut(), allowed),
+                Some(allowed) => {
+                    cors::grant(response.headers_mut(), allowed);
+                    if credentialed {
+                        cors::allow_credentials(response.headers_mut());
+                    }
+                }
                 None => cors::vary_origin(response.headers_mut()),
             }
         }

@@ -93,3 +93,15 @@ fn the_unfinished_body_budget_must_hold_one_body_of_the_limit() {
     let config = with_env(&[]).expect("dev config");
     assert_eq!((config.server.max_streams_per_connection, config.limits.max_unfinished_body_bytes), (100, 64 << 20));
 }
+
+#[test]
+fn a_snowplow_app_id_names_one_source_and_is_not_empty() {
+    let dev_text = std::fs::read_to_string(dev()).expect("read");
+    assert_eq!(with_env(&[]).expect("dev config").sources[0].snowplow_app_ids, ["demo-web"]);
+    let shared = dev_text.replace("strict = true", "strict = true\nsnowplow_app_ids = [\"demo-web\"]");
+    let err = Config::load(&scratch("app-id-twice", &shared)).expect_err("shared app id").to_string();
+    assert!(err.contains("sources.snowplow_app_ids") && err.contains("demo-web"), "{err}");
+    let empty = dev_text.replace("snowplow_app_ids = [\"demo-web\"]", "snowplow_app_ids = [\" \"]");
+    let err = Config::load(&scratch("app-id-empty", &empty)).expect_err("empty app id").to_string();
+    assert!(err.contains("sources.snowplow_app_ids") && err.contains("empty"), "{err}");
+}

@@ -20,8 +20,8 @@ mod harness;
 mod mobile;
 
 use harness::{
-    Driver, IDENTIFY, LINK_CLICKED, PAGE_VIEWED, SCREEN_VIEWED, WRITE_KEY, assert_delivered, deps_dir, driver_env,
-    start_gateway, suite_dir, user,
+    Driver, FORM_SUBMITTED, IDENTIFY, LINK_CLICKED, PAGE_VIEWED, SCREEN_VIEWED, WRITE_KEY, assert_delivered, deps_dir,
+    driver_env, start_gateway, suite_dir, user,
 };
 use mobile::{
     Request, base64, basic, gzip, host_of, now_millis, rudder_events, rudder_source_config, segment_events,
@@ -136,6 +136,48 @@ async fn posthog_python() {
     server_case("posthog-python", python).await;
 }
 
+/// Snowplow's trackers against its collector path: a link click (a
+/// self-describing event the mapping, `schemas/mappings/snowplow.toml`,
+/// names `Link Clicked`), a page view and a structured `form`/`submit`
+/// (`Form Submitted`), the source named by the app id, read back keyed by
+/// the tracker's user id like the Segment cases'.
+const SNOWPLOW_CALLS: [harness::Expect; 3] = [LINK_CLICKED, PAGE_VIEWED, FORM_SUBMITTED];
+
+async fn snowplow_case(case: &str, driver: Driver) {
+    let gateway = start_gateway(&[]).await;
+    let user = user(case);
+    let report = driver_env(driver, &gateway.url, &user).run().await;
+    eprintln!("{case}: {report}");
+    let records = assert_delivered(case, &user, &SNOWPLOW_CALLS, 0);
+    for record in &records {
+        assert_eq!(record.headers.get("protocol").map(String::as_str), Some("snowplow"), "{case}: {record:?}");
+        assert_eq!(record.value["context"]["snowplow"]["aid"], harness::SNOWPLOW_APP_ID, "{case}: {}", record.value);
+    }
+    gateway.stop().await;
+}
+
+#[actix_web::test]
+#[ignore = "needs the SDKs: run scripts/test-conformance"]
+async fn snowplow_node() {
+    snowplow_case("snowplow-node", node("snowplow-node.mjs")).await;
+}
+
+#[actix_web::test]
+#[ignore = "needs the SDKs: run scripts/test-conformance"]
+async fn snowplow_python() {
+    let python = Driver::new(deps_dir().join("venv/bin/python"), suite_dir().join("python")).arg("snowplow_driver.py");
+    snowplow_case("snowplow-python", python).await;
+}
+
+/// Snowplow's browser tracker in Chromium on a page of another origin: its
+/// POSTs carry cookies, so each needs the credentialed CORS grant of the
+/// page's origin (`Access-Control-Allow-Credentials: true`).
+#[actix_web::test]
+#[ignore = "needs the SDKs: run scripts/test-conformance"]
+async fn snowplow_browser() {
+    browser_case_of("snowplow-browser", "snowplow", &SNOWPLOW_CALLS).await;
+}
+
 /// A free port for a browser case's page, so its origin (`http://localhost:PORT`)
 /// can be allowed before the gateway starts.
 fn free_port() -> u16 {
@@ -145,13 +187,18 @@ fn free_port() -> u16 {
 /// A browser SDK on a page of another origin: `http://localhost:PORT`
 /// against a gateway on `http://127.0.0.1:...`.
 async fn browser_case(case: &str, sdk: &str) {
+    browser_case_of(case, sdk, &SERVER_CALLS).await;
+}
+
+/// As [`browser_case`], expecting `expected` from the page.
+async fn browser_case_of(case: &str, sdk: &str, expected: &[harness::Expect]) {
     let port = free_port();
     let gateway = start_gateway(&[format!("http://localhost:{port}")]).await;
     let user = user(case);
     let driver = node("browser.mjs").arg(sdk).env("PAGE_PORT", port.to_string());
     let report = driver_env(driver, &gateway.url, &user).run().await;
     eprintln!("{case}: {report}");
-    assert_delivered(case, &user, &SERVER_CALLS, 0);
+    assert_delivered(case, &user, expected, 0);
     gateway.stop().await;
 }
 

@@ -195,6 +195,7 @@ async fn every_documented_error_code_is_produced_with_its_status() {
         c.server.drain_grace_secs = 3600;
         c.quotas.source = Some(gateway::quota::Rate { per_second: 0.001, burst: 600 });
         c.quotas.auth_failures = Some(gateway::quota::Rate { per_second: 0.001, burst: 50 });
+        c.sources[1].snowplow_app_ids = vec!["billing-app".into()];
     })
     .await;
     let mut seen: BTreeSet<(u16, String)> = BTreeSet::new();
@@ -241,6 +242,15 @@ async fn every_documented_error_code_is_produced_with_its_status() {
     with_key["writeKey"] = json!(BILLING);
     see(code_of(batch_post(&gw).basic_auth(DEMO, Some("")).json(&with_key)).await, "two keys");
     see(code_of(client().get(format!("{}/v1/projects/{BILLING}/settings", gw.url))).await, "server key in URL");
+    let snowplow = |app_ids: &[&str]| {
+        let data: Vec<Value> = app_ids.iter().map(|aid| json!({"e": "pv", "aid": aid})).collect();
+        let schema = "iglu:com.snowplowanalytics.snowplow/payload_data/jsonschema/1-0-4";
+        client()
+            .post(format!("{}/com.snowplowanalytics.snowplow/tp2", gw.url))
+            .json(&json!({"schema": schema, "data": data}))
+    };
+    see(code_of(snowplow(&["nobody"])).await, "unknown Snowplow app id");
+    see(code_of(snowplow(&["demo-web", "billing-app"])).await, "two sources' Snowplow app ids");
     for (code, token) in bad_tokens() {
         let (status, got) = code_of(batch_post(&gw).bearer_auth(token).json(&event)).await;
         assert_eq!(got, code, "the token made for {code}");

@@ -8,5 +8,6 @@ pub mod pixel;
 pub mod posthog;
 pub mod routes;
 pub mod settings;
+pub mod snowplow;
 
 pub use crate::stages::answer::{BatchAnswer, EventOutcome, EventStatus};

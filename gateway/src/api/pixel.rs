@@ -38,7 +38,7 @@ async fn track(req: &HttpRequest, state: &AppState) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn gif(mut builder: actix_web::HttpResponseBuilder) -> HttpResponse {
+pub(crate) fn gif(mut builder: actix_web::HttpResponseBuilder) -> HttpResponse {
     builder
         .insert_header((CONTENT_TYPE, "image/gif"))
         .insert_header((CACHE_CONTROL, "no-cache, no-store, must-revalidate, private, max-age=0"))

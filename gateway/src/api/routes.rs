@@ -24,6 +24,10 @@
 //!   the extension bundles it loads anyway (`/static/surveys.js`).
 //! - GA4 Measurement Protocol (see [`super::ga4`]): `/mp/collect` and its
 //!   validation server's `/debug/mp/collect`, as Google documents them.
+//! - Snowplow's tracker protocol (see [`super::snowplow`]): its
+//!   collector's `/com.snowplowanalytics.snowplow/tp2` (POST, every
+//!   tracker's default `postPath`), `/i` and
+//!   `/com.snowplowanalytics.snowplow/i` (GET, one event in the query).
 //! - Configuration: Segment's `/v1/projects/{writeKey}/settings` and
 //!   RudderStack's `/sourceConfig` (with or without its trailing slash).
 
@@ -77,6 +81,12 @@ pub const GA4_COLLECT: [&str; 1] = ["/mp/collect"];
 /// GA4's validation server: the same request, checked, nothing stored.
 pub const GA4_DEBUG: [&str; 1] = ["/debug/mp/collect"];
 
+/// Snowplow's POST path (`payload_data` batches).
+pub const SNOWPLOW_TP2: [&str; 1] = ["/com.snowplowanalytics.snowplow/tp2"];
+
+/// Snowplow's GET paths: one event in the query, answered with a GIF.
+pub const SNOWPLOW_PIXEL: [&str; 2] = ["/i", "/com.snowplowanalytics.snowplow/i"];
+
 /// Segment's settings document.
 pub const SEGMENT_SETTINGS: [&str; 2] = ["/v1/projects/{write_key}/settings", "/v1/projects/{write_key}/settings/"];
 
@@ -107,6 +117,8 @@ pub fn label(path: &str) -> Option<&'static str> {
         "/flags" | "/decide" => "/posthog/flags",
         "/mp/collect" => "/ga4/collect",
         "/debug/mp/collect" => "/ga4/debug",
+        "/com.snowplowanalytics.snowplow/tp2" => "/snowplow/tp2",
+        "/i" | "/com.snowplowanalytics.snowplow/i" => "/snowplow/i",
         other => {
             if other.starts_with("/static/") && other.ends_with(".js") {
                 return Some("/posthog/static");
@@ -140,6 +152,14 @@ pub fn cross_origin(path: &str) -> bool {
     !matches!(label(path), None | Some("/healthz" | "/readyz" | "/metrics" | "/catalog"))
 }
 
+/// Whether answers on `path` allow credentials (cookies) to an allowed
+/// origin: Snowplow's browser tracker sends them by default
+/// (`withCredentials: true`), and a browser drops a credentialed request
+/// whose answer does not say `Access-Control-Allow-Credentials: true`.
+pub fn credentialed(path: &str) -> bool {
+    matches!(label(path), Some("/snowplow/tp2" | "/snowplow/i"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,6 +190,13 @@ mod tests {
         assert_eq!(label("/mp/collect"), Some("/ga4/collect"));
         assert_eq!(label("/debug/mp/collect"), Some("/ga4/debug"));
         assert_eq!(label("/mp/collectx"), None);
+        assert_eq!(label("/com.snowplowanalytics.snowplow/tp2"), Some("/snowplow/tp2"));
+        for path in ["/i", "/com.snowplowanalytics.snowplow/i"] {
+            assert_eq!(label(path), Some("/snowplow/i"), "{path}");
+            assert!(cross_origin(path) && credentialed(path), "{path}");
+        }
+        assert_eq!(label("/com.snowplowanalytics.snowplow/tp1"), None);
+        assert!(!credentialed("/v1/batch") && !credentialed("/e/") && !credentialed("/mp/collect"));
     }
 
     #[test]

@@ -69,6 +69,8 @@ pub enum AuthMethod {
     WriteKey,
     /// A verified JWT bearer token.
     Jwt,
+    /// A Snowplow app id (`aid`) a source lists in `snowplow_app_ids`.
+    AppId,
 }
 
 impl AuthMethod {
@@ -77,6 +79,7 @@ impl AuthMethod {
         match self {
             Self::WriteKey => "write-key",
             Self::Jwt => "jwt",
+            Self::AppId => "app-id",
         }
     }
 }
@@ -97,6 +100,8 @@ pub struct AuthState {
     by_key_hash: HashMap<[u8; 32], Arc<Source>>,
     /// Sources by id, for JWTs that name one.
     by_id: HashMap<String, Arc<Source>>,
+    /// Sources by Snowplow app id (`sources.snowplow_app_ids`).
+    by_app_id: HashMap<String, Arc<Source>>,
     /// JWT issuers and their keys.
     jwt: jwt::JwtVerifier,
     /// Rate limiters.
@@ -115,6 +120,7 @@ impl AuthState {
     pub fn new(config: &Config) -> Result<Self, String> {
         let mut by_key_hash = HashMap::new();
         let mut by_id = HashMap::new();
+        let mut by_app_id = HashMap::new();
         for s in &config.sources {
             let source = Arc::new(Source {
                 id: s.id.clone(),
@@ -127,6 +133,9 @@ impl AuthState {
             });
             if let Some(hash) = configured_hash(s)? {
                 by_key_hash.insert(hash, Arc::clone(&source));
+            }
+            for app_id in &s.snowplow_app_ids {
+                by_app_id.insert(app_id.clone(), Arc::clone(&source));
             }
             by_id.insert(s.id.clone(), source);
         }
@@ -142,6 +151,7 @@ impl AuthState {
         Ok(Self {
             by_key_hash,
             by_id,
+            by_app_id,
             jwt,
             quotas: Quotas::new(&config.quotas),
             preflight_origins: OriginPolicy::union(&config.sources),
@@ -161,6 +171,13 @@ impl AuthState {
             identities: Vec::new(),
             method: AuthMethod::WriteKey,
         })
+    }
+
+    /// The source a Snowplow app id (`aid`) belongs to. App ids are public
+    /// (in every page), so no constant-time comparison is needed.
+    pub fn by_app_id(&self, app_id: &str) -> Result<Principal, AuthError> {
+        let source = self.by_app_id.get(app_id).ok_or_else(|| AuthError::UnknownAppId(app_id.to_owned()))?;
+        Ok(Principal { source: Arc::clone(source), subject: None, identities: Vec::new(), method: AuthMethod::AppId })
     }
 
     /// Checks credentials from the header.

@@ -147,6 +147,7 @@ impl Config {
         self.check_edge()?;
         let mut keys = std::collections::HashSet::new();
         let mut ids = std::collections::HashSet::new();
+        let mut app_ids = std::collections::HashSet::new();
         for source in &self.sources {
             if let Some(key) = &source.write_key {
                 if key.len() < 8 {
@@ -158,6 +159,15 @@ impl Config {
                         "sources.write_key",
                         format!("source `{}` reuses another source's write key", source.id),
                     ));
+                }
+            }
+            for app_id in &source.snowplow_app_ids {
+                if app_id.trim().is_empty() {
+                    return Err(("sources.snowplow_app_ids", format!("source `{}`: an app id is empty", source.id)));
+                }
+                if !app_ids.insert(app_id.as_str()) {
+                    let problem = format!("source `{}` reuses app id `{app_id}` of another source", source.id);
+                    return Err(("sources.snowplow_app_ids", problem));
                 }
             }
             if !ids.insert(source.id.as_str()) {

@@ -160,6 +160,10 @@ mod tests {
         let ga4 = mappings.of("ga4");
         assert_eq!(ga4.events["page_view"].call, Call::Page);
         assert_eq!(ga4.events["purchase"].event.as_deref(), Some("Order Completed"));
+        let snowplow = mappings.of("snowplow");
+        assert_eq!(snowplow.events["pv"].call, Call::Page);
+        let link = &snowplow.events["iglu:com.snowplowanalytics.snowplow/link_click/jsonschema/1-*-*"];
+        assert_eq!(link.event.as_deref(), Some("Link Clicked"));
         assert!(mappings.of("no-such-protocol").events.is_empty());
     }
 

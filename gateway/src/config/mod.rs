@@ -336,6 +336,11 @@ pub struct SourceConfig {
     /// Refuse a whole batch with 422 when any event would not be accepted.
     #[serde(default)]
     pub strict: bool,
+    /// Snowplow app ids (`aid`, the tracker's `appId`) whose events are this
+    /// source's: Snowplow's protocol carries no key, so its app id names
+    /// the source. Like a browser write key it is public, in every page.
+    #[serde(default)]
+    pub snowplow_app_ids: Vec<String>,
     /// Whether this source's key may travel in a URL (the pixel's and the
     /// beacon's `writeKey` query parameter, the Segment settings path),
     /// where it ends up in access logs, proxies and referrers. Defaults to

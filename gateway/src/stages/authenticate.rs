@@ -11,7 +11,7 @@ use actix_web::http::header::HeaderMap;
 use actix_web::{HttpMessage, HttpRequest, web};
 
 use super::Request;
-use crate::auth::{self, Authenticated, Principal};
+use crate::auth::{self, AuthError, Authenticated, Principal};
 use crate::error::ApiError;
 
 /// Refuses an address locked out for failing authentication too often.
@@ -49,6 +49,41 @@ pub fn url_principal(request: &Request, req: &HttpRequest, url_key: Option<&str>
     let principal = identify(request, None, url_key).inspect_err(|_| request.failed_authentication())?;
     req.extensions_mut().insert(Authenticated(Arc::clone(&principal.source)));
     Ok(principal)
+}
+
+/// As [`principal`], for Snowplow's protocol, which carries no key: each
+/// event's app id (`aid`, an empty one when it has none) must belong to a
+/// source (`sources.snowplow_app_ids`), all to the same one, and to the
+/// `Authorization` header's source if the request has one.
+pub fn app_principal<'a>(
+    request: &Request,
+    req: &HttpRequest,
+    app_ids: impl IntoIterator<Item = &'a str>,
+) -> Result<Principal, ApiError> {
+    let principal = by_app_ids(request, app_ids).inspect_err(|_| request.failed_authentication())?;
+    req.extensions_mut().insert(Authenticated(Arc::clone(&principal.source)));
+    Ok(principal)
+}
+
+fn by_app_ids<'a>(request: &Request, app_ids: impl IntoIterator<Item = &'a str>) -> Result<Principal, ApiError> {
+    let mut found: Option<Principal> = None;
+    for app_id in app_ids {
+        let principal = request.auth.by_app_id(app_id)?;
+        match &found {
+            None => found = Some(principal),
+            Some(held) if held.source.id == principal.source.id => {}
+            Some(_) => return Err(ApiError::ConflictingAppIds("different sources")),
+        }
+    }
+    let found = found.ok_or_else(|| AuthError::UnknownAppId(String::new()))?;
+    match &request.header {
+        Some(header) if header.source.id != found.source.id => {
+            Err(ApiError::ConflictingAppIds("another source than the Authorization header"))
+        }
+        // A header's principal (a JWT's subject) says more than an app id.
+        Some(header) => Ok(header.clone()),
+        None => Ok(found),
+    }
 }
 
 /// Every key present must name the same source, else

@@ -295,7 +295,7 @@ fn time(micros: Value) -> Value {
 
 /// The path of an absolute URL (`https://a.example/p?q` → `/p`), `/` when it
 /// has none; `None` when it is not an absolute URL.
-fn url_path(url: &str) -> Option<String> {
+pub(crate) fn url_path(url: &str) -> Option<String> {
     let (_, rest) = url.split_once("://")?;
     let rest = rest.split(['?', '#']).next().unwrap_or_default();
     Some(rest.find('/').map_or_else(|| "/".to_owned(), |at| rest[at..].to_owned()))

@@ -10,6 +10,7 @@ pub mod ga4;
 mod json;
 mod json_errors;
 pub mod posthog;
+pub mod snowplow;
 
 pub use batch::{BatchRequest, SEGMENT, decode_batch, decode_single};
 pub use body::{GZIP_MAGIC, UnreadBody, check_media_type, decode, gunzip, read_body};

@@ -14,6 +14,8 @@ use crate::common::{Consumed, TestGateway, brokers, read_topic, repo_root, uniqu
 
 /// The write key of the suite's source (`gateway/tests/conformance/gateway.toml`).
 pub const WRITE_KEY: &str = "conformance-write-key";
+/// The Snowplow app id of the suite's source (`snowplow_app_ids`).
+pub const SNOWPLOW_APP_ID: &str = "conformance-app";
 /// Where SDK events are produced, per the shipped catalog.
 pub const WEB: &str = "web.tracking";
 pub const APP: &str = "app.tracking";
@@ -120,7 +122,11 @@ impl Driver {
 /// The driver environment every case gets: where the gateway is, the write
 /// key and a user id no other run shares.
 pub fn driver_env(driver: Driver, url: &str, user: &str) -> Driver {
-    driver.env("GATEWAY_URL", url).env("WRITE_KEY", WRITE_KEY).env("USER_ID", user)
+    driver
+        .env("GATEWAY_URL", url)
+        .env("WRITE_KEY", WRITE_KEY)
+        .env("SNOWPLOW_APP_ID", SNOWPLOW_APP_ID)
+        .env("USER_ID", user)
 }
 
 /// A fresh user id for one case.
@@ -157,6 +163,7 @@ pub const LINK_CLICKED: Expect = Expect { topic: WEB, event: "Link Clicked" };
 pub const PAGE_VIEWED: Expect = Expect { topic: WEB, event: "Page Viewed" };
 pub const SCREEN_VIEWED: Expect = Expect { topic: APP, event: "Screen Viewed" };
 pub const IDENTIFY: Expect = Expect { topic: IDENTITY, event: "identify" };
+pub const FORM_SUBMITTED: Expect = Expect { topic: WEB, event: "Form Submitted" };
 
 /// Proves each expected event landed exactly once on its domain topic keyed
 /// by `user`, carrying that `userId`, and that nothing of this run was

@@ -98,5 +98,7 @@ pub fn extra_source(config: &Config, id: &str, write_key: &str) -> SourceConfig 
     let mut source = config.sources.iter().find(|s| s.id == "demo").expect("demo source").clone();
     source.id = id.into();
     source.write_key = Some(write_key.into());
+    // App ids name one source each.
+    source.snowplow_app_ids.clear();
     source
 }

@@ -1,8 +1,8 @@
 // Runs a browser SDK, unchanged from npm, in headless Chromium (Debian's,
 // driven by playwright-core) on a page of another origin than the gateway.
 //
-// Usage: node browser.mjs segment|rudder|posthog. Reads GATEWAY_URL, WRITE_KEY,
-// USER_ID and PAGE_PORT: the page is served from http://localhost:PAGE_PORT
+// Usage: node browser.mjs segment|rudder|posthog|snowplow. Reads GATEWAY_URL,
+// WRITE_KEY (SNOWPLOW_APP_ID for snowplow), USER_ID and PAGE_PORT: the page is served from http://localhost:PAGE_PORT
 // while the gateway is http://127.0.0.1:..., so every upload is cross-origin
 // (CORS, and the preflights these SDKs' headers trigger). The SDK's npm
 // package is bundled as it ships with esbuild, the way a site's build would.
@@ -94,6 +94,25 @@ const SDKS = {
     // posthog-js would otherwise hold its first events for a second or two.
     settle: 3000,
   },
+  snowplow: {
+    pkg: '@snowplow/browser-tracker',
+    entry: `import * as snowplow from '@snowplow/browser-tracker'; window.SdkUnderTest = snowplow;`,
+    // The gateway is the collector; the source is named by the app id. The
+    // tracker sends cookies (withCredentials defaults to true), so every
+    // POST needs a credentialed CORS grant. One event per request.
+    script: `
+      const sp = SdkUnderTest;
+      sp.newTracker('sp', cfg.gateway, { appId: cfg.appId, eventMethod: 'post', bufferSize: 1 });
+      sp.setUserId(cfg.user);
+      sp.trackSelfDescribingEvent({ event: { schema: 'iglu:com.snowplowanalytics.snowplow/link_click/jsonschema/1-0-1',
+        data: { targetUrl: 'https://example.com/pricing', elementContent: 'Pricing' } } });
+      sp.trackPageView();
+      sp.trackStructEvent({ category: 'form', action: 'submit', label: 'newsletter' });
+      sp.flushBuffer();
+      return [{ event: 'link_click', failed: null }, { event: 'pv', failed: null }, { event: 'se', failed: null }];`,
+    // Its out queue is kept in localStorage (snowplowOutQueue_<tracker>_post2).
+    pending: `Object.keys(localStorage).filter((k) => k.startsWith('snowplowOutQueue') && JSON.parse(localStorage.getItem(k) || '[]').length > 0)`,
+  },
 };
 
 const chosen = SDKS[sdk];
@@ -110,7 +129,7 @@ const bundle = await build({
   write: false,
   logLevel: 'error',
 });
-const cfg = { gateway: GATEWAY_URL, writeKey: WRITE_KEY, user: USER_ID };
+const cfg = { gateway: GATEWAY_URL, writeKey: WRITE_KEY, user: USER_ID, appId: process.env.SNOWPLOW_APP_ID };
 const html = `<!doctype html><title>${sdk} conformance</title><script src="/sdk.js"></script><body>conformance</body>`;
 const site = createServer((req, res) => {
   if (req.url.startsWith('/sdk.js')) {
