@@ -1,6 +1,6 @@
 //! The nemesis run and the soak (issue 32), over the production-like
 //! set-up of `nemesis_harness::topology`. Both are long and start their own
-//! brokers, Redis, gateways and HAProxy on ports 39000-39060: run them with
+//! brokers, Redis, gateways and HAProxy on ports 24000-24060: run them with
 //! scripts/nemesis (`--seed N --minutes M`) and scripts/soak (`--minutes M`),
 //! which set the environment, mount the spools' small file systems, draw
 //! the pictures and clean up whatever a failed run left.

@@ -5,9 +5,9 @@ NEMESIS_MOUNTS=()
 
 nemesis_cleanup() {
     local m
-    KAFKA_CLUSTER=nemesis KAFKA_NODES=3 KAFKA_BASE_PORT=39000 "$REPO_ROOT/scripts/kafka-cluster" stop >/dev/null 2>&1 || true
-    HAPROXY_INSTANCE=nemesis HAPROXY_PORT=39050 "$REPO_ROOT/scripts/haproxy" stop >/dev/null 2>&1 || true
-    REDIS_INSTANCE=nemesis REDIS_PORT=39060 "$REPO_ROOT/scripts/redis" stop >/dev/null 2>&1 || true
+    KAFKA_CLUSTER=nemesis KAFKA_NODES=3 KAFKA_BASE_PORT=24000 "$REPO_ROOT/scripts/kafka-cluster" stop >/dev/null 2>&1 || true
+    HAPROXY_INSTANCE=nemesis HAPROXY_PORT=24050 "$REPO_ROOT/scripts/haproxy" stop >/dev/null 2>&1 || true
+    REDIS_INSTANCE=nemesis REDIS_PORT=24060 "$REPO_ROOT/scripts/redis" stop >/dev/null 2>&1 || true
     for m in "${NEMESIS_MOUNTS[@]}"; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
 }
 
@@ -18,7 +18,7 @@ nemesis_prepare() {
     ensure_apt haproxy gnuplot-nox faketime kcat
     ensure_java
     "$REPO_ROOT/scripts/kafka" fetch
-    for port in $(seq 39000 39008) 39020 39021 39022 39040 39041 39042 39050 39051 39052 39060; do
+    for port in $(seq 24000 24008) 24020 24021 24022 24040 24041 24042 24050 24051 24052 24060; do
         if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then busy="$busy $port"; fi
     done
     [ -z "$busy" ] || die "ports in use:$busy (another nemesis or soak running? stop it first)"

@@ -18,11 +18,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// Ports of the nemesis (scripts/faults uses 19300-19470 and 29200-29260).
-pub const KAFKA_BASE: u16 = 39000;
-pub const PROXY_BASE: u16 = 39020;
-pub const GW_BASE: u16 = 39040;
-pub const LB_PORT: u16 = 39050;
-pub const REDIS_PORT: u16 = 39060;
+pub const KAFKA_BASE: u16 = 24000;
+pub const PROXY_BASE: u16 = 24020;
+pub const GW_BASE: u16 = 24040;
+pub const LB_PORT: u16 = 24050;
+pub const REDIS_PORT: u16 = 24060;
 pub const GATEWAYS: u16 = 3;
 
 /// What one run is told by scripts/nemesis (or scripts/soak).
