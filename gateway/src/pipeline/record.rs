@@ -5,7 +5,7 @@ use eventgw_schemas::SchemaViolation;
 use serde_json::{Map, Value, json};
 
 use super::clock::CORRECTION_HEADER;
-use super::{Admission, MAX_WARNING_BYTES, Route, Verdict};
+use super::{Admission, MAX_WARNING_BYTES, Planned, Route, Verdict};
 use crate::code::Code;
 use crate::sink::OutRecord;
 
@@ -48,6 +48,14 @@ impl Admission<'_> {
             payload: self.schema_ids.payload(&route.schema, &route.version, payload),
             headers,
         }
+    }
+
+    /// An event its decoder could not read: dead-lettered as sent, under an
+    /// id of its own (what it holds cannot be trusted to name one).
+    pub(super) fn undecodable(&self, original: &Value, reason: String) -> Planned {
+        let message_id = uuid::Uuid::now_v7().to_string();
+        let verdict = self.dead_letter(original, &message_id, Code::UndecodableEvent, reason, Vec::new());
+        Planned { message_id: Some(message_id), verdict, violation: None }
     }
 
     pub(super) fn dead_letter(

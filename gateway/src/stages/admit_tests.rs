@@ -15,7 +15,7 @@ fn order(id: &str) -> serde_json::Value {
 }
 
 fn batch(events: Vec<serde_json::Value>) -> BatchRequest {
-    BatchRequest { events, sent_at: None, write_key: None, protocol: crate::wire::SEGMENT }
+    BatchRequest { events, sent_at: None, write_key: None, undecodable: Vec::new(), protocol: crate::wire::SEGMENT }
 }
 
 #[actix_web::test]
