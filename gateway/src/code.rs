@@ -149,11 +149,13 @@ pub enum Code {
     DuplicateMessageId,
     /// An `alias` under a JWT naming a `previousId` the token does not vouch for.
     IdentityNotVouched,
+    /// An event its protocol's decoder could not read (dead-lettered as sent).
+    UndecodableEvent,
 }
 
 impl Code {
     /// Every code, requests' first, then events'.
-    pub const ALL: [Self; 69] = [
+    pub const ALL: [Self; 70] = [
         Self::MalformedJson,
         Self::InvalidUtf8,
         Self::InvalidUnicodeEscape,
@@ -223,6 +225,7 @@ impl Code {
         Self::Suppressed,
         Self::DuplicateMessageId,
         Self::IdentityNotVouched,
+        Self::UndecodableEvent,
     ];
 
     /// The code as answered, logged and counted.
@@ -297,6 +300,7 @@ impl Code {
             Self::Suppressed => "suppressed",
             Self::DuplicateMessageId => "duplicate_message_id",
             Self::IdentityNotVouched => "identity_not_vouched",
+            Self::UndecodableEvent => "undecodable_event",
         }
     }
 }

@@ -3,9 +3,11 @@
 //! self-describing event with a context is stored in its catalog shapes
 //! with the `snowplow` protocol header; `GET /i` answers a GIF; a retried
 //! event (same `eid`) is stored once; an unmapped event is dead-lettered
-//! with what was sent while the rest is stored; unknown app ids, foreign
-//! origins and malformed bodies get clear answers that the trackers do not
-//! retry forever. Request shapes: Snowplow's "Snowplow Tracker Protocol"
+//! with what was sent while the rest is stored; an event that cannot be
+//! read (bad base64 or JSON in a field, a field not a string) is
+//! dead-lettered as sent while the rest is stored; unknown app ids, foreign
+//! origins and bodies that cannot be read get clear answers that the
+//! trackers do not retry forever. Request shapes: Snowplow's "Snowplow Tracker Protocol"
 //! reference, the browser tracker's `libraries/tracker-core/src/payload.ts`
 //! (its `ue_px`/`cx` base64url without padding) and the Python tracker's
 //! `snowplow_tracker/emitters.py` (`payload_data` 1-0-4 envelope, every
@@ -235,9 +237,6 @@ async fn malformed_bodies_get_their_codes_with_statuses_the_trackers_do_not_retr
         ("invalid JSON", "{\"schema\": ".to_owned(), "malformed_json"),
         ("wrong envelope", json!({"schema": "iglu:x/y/jsonschema/1-0-0", "data": []}).to_string(), "invalid_body"),
         ("data not an array", json!({"schema": PAYLOAD_DATA, "data": {}}).to_string(), "invalid_body"),
-        ("bad base64", body(vec![json!({"e": "ue", "aid": APP, "ue_px": "e30.!"})]), "invalid_body"),
-        ("truncated base64", body(vec![json!({"e": "pv", "aid": APP, "cx": "eyJzY2hlbWEi"})]), "invalid_body"),
-        ("wrong type", body(vec![json!({"e": "pv", "aid": APP, "dtm": [1]})]), "invalid_body"),
         ("too many events", body(vec![page_view("a"), page_view("b"), page_view("c")]), "batch_too_large"),
     ] {
         let (status, _, answer) = post(&gw, text, None).await;
@@ -254,6 +253,65 @@ async fn malformed_bodies_get_their_codes_with_statuses_the_trackers_do_not_retr
     let (status, _, answer) = support::answer(response).await;
     assert_eq!((status, answer["code"].as_str()), (400, Some("unsupported_media_type")), "415 elsewhere");
     assert_eq!(gw.sink.records().len(), 1, "nothing of a refused request stored, nothing earlier lost");
+}
+
+#[actix_web::test]
+async fn an_unreadable_event_is_dead_lettered_as_sent_and_the_others_stored() {
+    let cases = [
+        (
+            "truncated base64 cx",
+            json!({"e": "pv", "eid": "bad", "aid": APP, "cx": "eyJzY2hlbWEiO"}),
+            "`data[1].cx` is not base64",
+        ),
+        (
+            "base64 cx of truncated JSON",
+            json!({"e": "pv", "aid": APP, "cx": "eyJzY2hlbWEi"}),
+            "`data[1].cx` is not JSON",
+        ),
+        ("bad base64 ue_px", json!({"e": "ue", "aid": APP, "ue_px": "e30.!"}), "`data[1].ue_px` is not base64"),
+        ("a field not a string", json!({"e": "pv", "aid": APP, "dtm": [1]}), "`data[1].dtm` must be a string"),
+        ("not an object", json!("e=pv"), "`data[1]` must be an object"),
+    ];
+    for (what, bad, says) in cases {
+        let gw = TestGateway::start().await;
+        let (status, _, answer) = post(&gw, body(vec![page_view("a"), bad.clone(), page_view("c")]), None).await;
+        assert_eq!(status, 200, "{what}: {answer}");
+        assert_eq!((answer["accepted"].as_u64(), answer["invalid"].as_u64()), (Some(2), Some(1)), "{what}: {answer}");
+        let outcome = &answer["events"][1];
+        assert_eq!(
+            (outcome["status"].as_str(), outcome["code"].as_str()),
+            (Some("invalid"), Some("undecodable_event"))
+        );
+        let records = gw.sink.records();
+        let stored: Vec<Option<&str>> =
+            records.iter().filter(|r| r.topic == "web.tracking").map(|r| header(r, "event-id")).collect();
+        assert_eq!(stored, [Some("a"), Some("c")], "{what}: the others stored");
+        let dead: Vec<_> = records.iter().filter(|r| r.topic == "eventgw.dead-letter").collect();
+        assert_eq!(dead.len(), 1, "{what}");
+        assert_eq!(header(dead[0], "dead-letter-reason"), Some("undecodable_event"));
+        assert_eq!(header(dead[0], "protocol"), Some("snowplow"));
+        let letter: Value = serde_json::from_slice(&dead[0].payload).expect("a JSON dead letter");
+        assert_eq!(letter["reason"], "undecodable_event", "{what}");
+        assert!(letter["message"].as_str().is_some_and(|m| m.contains(says)), "{what}: {letter}");
+        assert_eq!(letter["event"], bad, "{what}: the event as sent");
+        assert_eq!(records.len(), 3, "{what}: nothing else");
+    }
+}
+
+#[actix_web::test]
+async fn an_unreadable_get_is_dead_lettered_as_its_query_and_answered_a_gif() {
+    let gw = TestGateway::start().await;
+    let query = format!("e=pv&eid=g-bad&aid={APP}&cx=eyJ");
+    let response = reqwest::get(format!("{}/i?{query}", gw.url)).await.expect("send");
+    assert_eq!(response.status().as_u16(), 200, "taken: dead-lettered");
+    assert_eq!(response.headers()["content-type"], "image/gif");
+    assert!(response.headers().get("x-eventgw-error").is_none(), "as /v1/pixel.gif for a dead-lettered event");
+    let records = gw.sink.records();
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].topic, "eventgw.dead-letter");
+    let letter: Value = serde_json::from_slice(&records[0].payload).expect("a JSON dead letter");
+    assert!(letter["message"].as_str().is_some_and(|m| m.contains("`data[0].cx` is not base64")), "{letter}");
+    assert_eq!(letter["event"], query.as_str(), "the query as sent");
 }
 
 /// Until `eventgw-catalog check` reads the mappings: every catalog event the

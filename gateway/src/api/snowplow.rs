@@ -6,7 +6,8 @@
 //!
 //! Answers. `POST …/tp2` is answered `200` with the per-event outcomes once
 //! every event is stored, spooled, a duplicate, or dead-lettered (retrying
-//! would not change a dead letter); `GET /i` the same status with a 1x1
+//! would not change a dead letter), an event the decoder could not read
+//! included (`undecodable_event`); `GET /i` the same status with a 1x1
 //! GIF. Snowplow's trackers retry every status but 2xx and 400, 401, 403,
 //! 410 and 422 (the browser tracker's `out_queue.ts` default
 //! `dontRetryStatusCodes`, the Python tracker's `Emitter._should_retry`):

@@ -232,7 +232,7 @@ fn admit(state: &AppState, source: &str, client: &Client, reference: bool) -> Ve
     let request = Request::from_client(state, "batch", client.clone());
     let admission = crate::stages::admit::admission(&request, &principal, received_at, Some("2024-11-14T22:13:21Z"));
     REFERENCE.set(reference);
-    let planned = admission.admit_all(events());
+    let planned = admission.admit_all(events(), Vec::new());
     REFERENCE.set(false);
     planned
 }

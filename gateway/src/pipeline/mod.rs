@@ -36,6 +36,7 @@ use crate::enrichment::client::{Client, ClientResolver};
 use crate::enrichment::request::EdgeRequest;
 use crate::registry::SchemaIds;
 use crate::sink::OutRecord;
+use crate::wire::Undecodable;
 
 /// What happens to one event.
 #[derive(Debug)]
@@ -167,9 +168,17 @@ pub const MAX_WARNING_BYTES: usize = 1024;
 impl Admission<'_> {
     /// Decides the fate of every event of one request, in order. A
     /// `messageId` repeated within the request is produced once: later
-    /// copies of an event that is produced are [`Verdict::Duplicate`].
-    pub fn admit_all(&self, events: Vec<Value>) -> Vec<Planned> {
+    /// copies of an event that is produced are [`Verdict::Duplicate`]. An
+    /// event its decoder could not read (`undecodable`) is dead-lettered as
+    /// sent with its reason, and nothing else is done with it.
+    pub fn admit_all(&self, events: Vec<Value>, undecodable: Vec<Undecodable>) -> Vec<Planned> {
         let dedupe = events.len() > 1;
+        let mut unreadable: Vec<Option<String>> = vec![None; events.len()];
+        for Undecodable { index, reason } in undecodable {
+            if let Some(slot) = unreadable.get_mut(index) {
+                *slot = Some(reason);
+            }
+        }
         // Ids are remembered by hash and index, not copied: the earlier
         // event's own id (in `planned`) confirms a match. Two different ids
         // sharing a 64-bit hash in one request (odds about 1e-14 for 500
@@ -179,6 +188,10 @@ impl Admission<'_> {
         let mut produced: HashMap<u64, usize> = HashMap::new();
         let mut planned: Vec<Planned> = Vec::with_capacity(events.len());
         for (index, event) in events.into_iter().enumerate() {
+            if let Some(reason) = unreadable[index].take() {
+                planned.push(self.undecodable(&event, reason));
+                continue;
+            }
             let hash = match event.get("messageId") {
                 Some(Value::String(id)) if dedupe => {
                     let hash = ids.hash_one(id.as_str());

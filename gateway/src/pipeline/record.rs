@@ -2,10 +2,10 @@
 //! dead-letter envelope with the reasons; both with the same headers.
 
 use eventgw_schemas::SchemaViolation;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::clock::CORRECTION_HEADER;
-use super::{Admission, MAX_WARNING_BYTES, Route, Verdict};
+use super::{Admission, MAX_WARNING_BYTES, Planned, Route, Verdict};
 use crate::code::Code;
 use crate::sink::OutRecord;
 
@@ -48,6 +48,21 @@ impl Admission<'_> {
             payload: self.schema_ids.payload(&route.schema, &route.version, payload),
             headers,
         }
+    }
+
+    /// An event its decoder could not read: dead-lettered as sent, under an
+    /// id of its own (what it holds cannot be trusted to name one), unless
+    /// it is over `limits.max_event_bytes` as every event is checked.
+    pub(super) fn undecodable(&self, original: &Value, reason: String) -> Planned {
+        let message_id = uuid::Uuid::now_v7().to_string();
+        let size = compact_size(original);
+        let verdict = if size > self.max_event_bytes {
+            let message = format!("the event is {size} bytes; at most {} are accepted", self.max_event_bytes);
+            Verdict::Reject { code: Code::EventTooLarge, message: format!("{message} (and unreadable: {reason})") }
+        } else {
+            self.dead_letter(original, &message_id, Code::UndecodableEvent, reason, Vec::new())
+        };
+        Planned { message_id: Some(message_id), verdict, violation: None }
     }
 
     pub(super) fn dead_letter(
@@ -94,7 +109,7 @@ pub(super) fn warning_text(waived: &[SchemaViolation]) -> String {
 }
 
 /// Length of `event` as compact JSON, counted without building the text.
-pub(super) fn compact_size(event: &Map<String, Value>) -> usize {
+pub(super) fn compact_size<T: serde::Serialize + ?Sized>(event: &T) -> usize {
     struct Counter(usize);
     impl std::io::Write for Counter {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

@@ -54,7 +54,7 @@ pub fn events(request: &Request, principal: &Principal, batch: BatchRequest) -> 
     state.edge.admits(&source.id).map_err(ApiError::NotReady)?;
     let mut admission = admission(request, principal, (state.clock)(), batch.sent_at.as_deref());
     admission.protocol = batch.protocol;
-    let planned = admission.admit_all(batch.events);
+    let planned = admission.admit_all(batch.events, batch.undecodable);
     admission.edge.flush(&state.metrics);
     count_violations(&state.metrics, &planned);
     let refused = planned.iter().filter(|p| p.verdict.refuses_strict_batch()).count();
@@ -75,7 +75,7 @@ pub fn dry_run(request: &Request, principal: &Principal, batch: BatchRequest) ->
     state.edge.admits(&principal.source.id).map_err(ApiError::NotReady)?;
     let mut admission = admission(request, principal, (state.clock)(), batch.sent_at.as_deref());
     admission.protocol = batch.protocol;
-    Ok(admission.admit_all(batch.events))
+    Ok(admission.admit_all(batch.events, batch.undecodable))
 }
 
 /// Counts the schemas broken in `eventgw_contract_violations_total` (by

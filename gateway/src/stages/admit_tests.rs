@@ -5,9 +5,11 @@ use actix_web::test::TestRequest;
 use serde_json::json;
 
 use super::*;
+use crate::code::Code;
 use crate::pipeline::Verdict;
 use crate::stages::authenticate;
 use crate::stages::testing::state;
+use crate::wire::Undecodable;
 
 fn order(id: &str) -> serde_json::Value {
     json!({"type": "track", "event": "Order Completed", "userId": "u-1",
@@ -15,7 +17,7 @@ fn order(id: &str) -> serde_json::Value {
 }
 
 fn batch(events: Vec<serde_json::Value>) -> BatchRequest {
-    BatchRequest { events, sent_at: None, write_key: None, protocol: crate::wire::SEGMENT }
+    BatchRequest { events, sent_at: None, write_key: None, undecodable: Vec::new(), protocol: crate::wire::SEGMENT }
 }
 
 #[actix_web::test]
@@ -29,6 +31,43 @@ async fn every_event_gets_its_verdict_in_order() {
     assert!(matches!(&planned[0].verdict, Verdict::Accept(record) if record.key == "o-1"), "{:?}", planned[0]);
     assert!(matches!(planned[1].verdict, Verdict::Reject { code: crate::code::Code::InvalidType, .. }));
     assert!(matches!(planned[2].verdict, Verdict::Reject { code: crate::code::Code::EventNotObject, .. }));
+}
+
+#[actix_web::test]
+async fn an_undecodable_event_is_dead_lettered_as_sent_without_being_validated() {
+    let (state, _) = state(|c| c.limits.max_event_bytes = 200);
+    let req = TestRequest::default().to_http_request();
+    let request = Request::new(&req, &state, "batch");
+    let principal = authenticate::principal(&request, &req, Some("demo-write-key")).expect("principal");
+    let at_limit = json!("x".repeat(198));
+    let events = vec![order("o-5"), json!(5), at_limit.clone(), json!("x".repeat(199))];
+    let undecodable = (1..=4).map(|index| Undecodable { index, reason: format!("`data[{index}].cx` is not base64") });
+    let mut batch = batch(events);
+    batch.undecodable = undecodable.collect();
+    let planned = super::events(&request, &principal, batch).expect("admitted");
+    assert!(matches!(planned[0].verdict, Verdict::Accept(_)), "{:?}", planned[0]);
+    for (index, original) in [(1, json!(5)), (2, at_limit)] {
+        let Verdict::DeadLetter { record, code, message, .. } = &planned[index].verdict else {
+            panic!("{:?}", planned[index])
+        };
+        assert_eq!(
+            (*code, message.as_str()),
+            (Code::UndecodableEvent, format!("`data[{index}].cx` is not base64").as_str())
+        );
+        assert_eq!(record.topic, state.config.kafka.dead_letter_topic);
+        let letter: serde_json::Value = serde_json::from_slice(&record.payload).expect("JSON");
+        assert_eq!(
+            (&letter["reason"], &letter["event"]),
+            (&json!("undecodable_event"), &original),
+            "as sent, not EventNotObject"
+        );
+    }
+    assert!(
+        matches!(planned[3].verdict, Verdict::Reject { code: Code::EventTooLarge, .. }),
+        "one byte past the event limit: {:?}",
+        planned[3]
+    );
+    assert_eq!(planned.len(), 4, "an index past the batch is ignored");
 }
 
 fn events_of(request: &Request, principal: &Principal, events: Vec<serde_json::Value>) -> Vec<Planned> {

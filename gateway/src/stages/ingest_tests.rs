@@ -27,7 +27,7 @@ fn mixed() -> BatchRequest {
         order("m-1", "o-1", json!(1)),
         json!({"type": "nonsense", "messageId": "m-4"}),
     ];
-    BatchRequest { events, sent_at: None, write_key: None, protocol: crate::wire::SEGMENT }
+    BatchRequest { events, sent_at: None, write_key: None, undecodable: Vec::new(), protocol: crate::wire::SEGMENT }
 }
 
 /// The answer the handlers gave for [`mixed`] before this path existed,
@@ -113,7 +113,13 @@ async fn spooled_and_already_stored_records_are_answered_per_event() {
         order("m-4", "o-4", json!("lots")),
         order("m-5", "o-5", json!(1)),
     ];
-    let batch = BatchRequest { events, sent_at: None, write_key: None, protocol: crate::wire::SEGMENT };
+    let batch = BatchRequest {
+        events,
+        sent_at: None,
+        write_key: None,
+        undecodable: Vec::new(),
+        protocol: crate::wire::SEGMENT,
+    };
     let answer = ingest(&request, &principal, batch).await.expect("ingested");
     let answer = serde_json::to_value(&answer).expect("serialises");
     let statuses: Vec<&str> =

@@ -22,6 +22,20 @@ pub struct BatchRequest {
     /// The tracker protocol it came in ([`SEGMENT`], `posthog`, ...), carried
     /// on every record as the `protocol` header.
     pub protocol: &'static str,
+    /// Events the decoder could not read (their slot in `events` holds them
+    /// as sent): each is dead-lettered on its own with its reason, never
+    /// validated, so one unreadable event does not refuse the request and
+    /// drop the others with it.
+    pub undecodable: Vec<Undecodable>,
+}
+
+/// One event of a batch its decoder could not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Undecodable {
+    /// Its index in the batch's `events`, where it is kept as sent.
+    pub index: usize,
+    /// Why, naming the event and field (`data[1].cx` is not base64 ...).
+    pub reason: String,
 }
 
 /// The protocol of Segment's HTTP Tracking API (and RudderStack's, the pixel's).
@@ -55,7 +69,7 @@ pub fn decode_batch(value: Value, limits: &LimitsConfig) -> Result<BatchRequest,
             merge_context(event, &shared);
         }
     }
-    Ok(BatchRequest { events, sent_at, write_key, protocol: SEGMENT })
+    Ok(BatchRequest { events, sent_at, write_key, protocol: SEGMENT, undecodable: Vec::new() })
 }
 
 /// Shape-checks a single-event body (`/v1/track` and friends); the endpoint
@@ -66,7 +80,13 @@ pub fn decode_single(value: Value, kind: &str) -> Result<BatchRequest, WireError
     };
     let write_key = take_write_key(&mut event)?;
     event.insert("type".into(), Value::String(kind.to_owned()));
-    Ok(BatchRequest { events: vec![Value::Object(event)], sent_at: None, write_key, protocol: SEGMENT })
+    Ok(BatchRequest {
+        events: vec![Value::Object(event)],
+        sent_at: None,
+        write_key,
+        protocol: SEGMENT,
+        undecodable: Vec::new(),
+    })
 }
 
 fn take_write_key(object: &mut Map<String, Value>) -> Result<Option<String>, WireError> {

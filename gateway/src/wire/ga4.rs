@@ -115,7 +115,13 @@ pub fn decode(
             shared.canonical(index, event, mapping)
         })
         .collect();
-    let batch = BatchRequest { events, sent_at: None, write_key: stream.api_secret.clone(), protocol: PROTOCOL };
+    let batch = BatchRequest {
+        events,
+        sent_at: None,
+        write_key: stream.api_secret.clone(),
+        undecodable: Vec::new(),
+        protocol: PROTOCOL,
+    };
     Ok(Decoded { batch, names, findings })
 }
 

@@ -12,7 +12,7 @@ mod json_errors;
 pub mod posthog;
 pub mod snowplow;
 
-pub use batch::{BatchRequest, SEGMENT, decode_batch, decode_single};
+pub use batch::{BatchRequest, SEGMENT, Undecodable, decode_batch, decode_single};
 pub use body::{GZIP_MAGIC, UnreadBody, check_media_type, decode, gunzip, read_body};
 pub use budget::{BodyBudget, BodyBuffer, FIRST_BUFFER_BYTES, Refused, StreamSlot, StreamSlots};
 pub use error::WireError;

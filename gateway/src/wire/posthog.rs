@@ -68,7 +68,7 @@ pub fn decode(
         Some(other) => Some(other.to_string()),
     };
     let events = events.into_iter().map(|e| canonical(e, mapping)).collect();
-    Ok(BatchRequest { events, sent_at, write_key, protocol: "posthog" })
+    Ok(BatchRequest { events, sent_at, write_key, undecodable: Vec::new(), protocol: "posthog" })
 }
 
 fn invalid(message: &str) -> WireError {

@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 
 use self::fields::{contexts, json_field};
 use self::kinds::What;
-use super::{BatchRequest, WireError, parse};
+use super::{BatchRequest, Undecodable, WireError, parse};
 use crate::config::LimitsConfig;
 use crate::config::mapping::{Call, TrackerMapping};
 
@@ -39,13 +39,14 @@ const MAPPED: &[&str] = &[
 /// One event's fields as sent: every value a string.
 pub type Fields = Map<String, Value>;
 
-/// A decoded request: the batch, and each event's app id (`aid`; empty
-/// when it has none), which names the source.
+/// A decoded request: the batch, and its events' app ids (`aid`), which
+/// name the source.
 #[derive(Debug)]
 pub struct Decoded {
     /// The canonical batch; it carries no write key.
     pub batch: BatchRequest,
-    /// Each event's `aid`, in order.
+    /// Each readable event's `aid` (empty when it has none, refused as
+    /// unknown), and each undecodable event's if it has a readable one.
     pub app_ids: Vec<String>,
 }
 
@@ -72,8 +73,7 @@ pub fn decode_post(body: &[u8], limits: &LimitsConfig, mapping: &TrackerMapping)
     if events.len() > limits.max_batch_events {
         return Err(WireError::BatchTooLarge { count: events.len(), limit: limits.max_batch_events });
     }
-    let events = events.into_iter().enumerate().map(|(i, e)| fields(i, e)).collect::<Result<Vec<_>, _>>()?;
-    decode_events(events, limits, mapping)
+    decode_events(events, limits, mapping, fields)
 }
 
 /// Decodes a `GET /i` query string: one event. A field sent twice keeps
@@ -92,17 +92,44 @@ pub fn decode_get(query: &str, limits: &LimitsConfig, mapping: &TrackerMapping) 
     for (key, value) in pairs {
         event.entry(key).or_insert(Value::String(value));
     }
-    decode_events(vec![event], limits, mapping)
+    // Kept as sent (the query's text) should the event be unreadable.
+    let (query, mut event) = (Value::String(query.to_owned()), Some(event));
+    decode_events(vec![query], limits, mapping, |_, _| Ok(event.take().unwrap_or_default()))
 }
 
-fn decode_events(events: Vec<Fields>, limits: &LimitsConfig, mapping: &TrackerMapping) -> Result<Decoded, WireError> {
-    let app_ids = events.iter().map(|e| text(e, "aid").unwrap_or_default().to_owned()).collect();
-    let events = events
-        .into_iter()
-        .enumerate()
-        .map(|(index, event)| canonical(index, event, limits, mapping))
-        .collect::<Result<_, _>>()?;
-    Ok(Decoded { batch: BatchRequest { events, sent_at: None, write_key: None, protocol: PROTOCOL }, app_ids })
+/// Each event as a canonical call, by `fields` then [`canonical`]. An event
+/// either cannot read (`invalid_body`) is kept as sent and marked
+/// [`Undecodable`] with the reason, for the ingest path to dead-letter on
+/// its own; a limit broken refuses the request with its code.
+fn decode_events(
+    sent: Vec<Value>,
+    limits: &LimitsConfig,
+    mapping: &TrackerMapping,
+    mut fields: impl FnMut(usize, &Value) -> Result<Fields, WireError>,
+) -> Result<Decoded, WireError> {
+    let mut events = Vec::with_capacity(sent.len());
+    let (mut app_ids, mut undecodable) = (Vec::with_capacity(sent.len()), Vec::new());
+    for (index, original) in sent.into_iter().enumerate() {
+        let read = fields(index, &original);
+        let aid = read.as_ref().ok().map(|event| text(event, "aid").unwrap_or_default().to_owned());
+        match read.and_then(|event| canonical(index, event, limits, mapping)) {
+            Ok(event) => {
+                events.push(event);
+                app_ids.extend(aid);
+            }
+            Err(WireError::InvalidBody(reason)) => {
+                // Its app id, if one can be read, names the source whose
+                // dead letter it is; without one, the others' source does.
+                let aid = aid.or_else(|| original.get("aid").and_then(Value::as_str).map(str::to_owned));
+                app_ids.extend(aid.filter(|a| !a.is_empty()));
+                undecodable.push(Undecodable { index, reason });
+                events.push(original);
+            }
+            Err(limit) => return Err(limit),
+        }
+    }
+    let batch = BatchRequest { events, sent_at: None, write_key: None, protocol: PROTOCOL, undecodable };
+    Ok(Decoded { batch, app_ids })
 }
 
 fn invalid(message: &str) -> WireError {
@@ -110,8 +137,9 @@ fn invalid(message: &str) -> WireError {
 }
 
 /// An event's fields: an object of strings. Numbers and booleans are taken
-/// as their text, `null` as absent; anything else is refused.
-fn fields(index: usize, event: Value) -> Result<Fields, WireError> {
+/// as their text, `null` as absent; anything else makes it undecodable. The
+/// event itself is kept as sent, for its dead letter if it is.
+fn fields(index: usize, event: &Value) -> Result<Fields, WireError> {
     let Value::Object(event) = event else {
         return Err(invalid(&format!("`data[{index}]` must be an object of string fields")));
     };
@@ -119,12 +147,12 @@ fn fields(index: usize, event: Value) -> Result<Fields, WireError> {
     for (key, value) in event {
         let value = match value {
             Value::Null => continue,
-            Value::String(s) => s,
+            Value::String(s) => s.clone(),
             Value::Number(n) => n.to_string(),
             Value::Bool(b) => b.to_string(),
             _ => return Err(invalid(&format!("`data[{index}].{key}` must be a string"))),
         };
-        out.insert(key, Value::String(value));
+        out.insert(key.clone(), Value::String(value));
     }
     Ok(out)
 }

@@ -1,7 +1,8 @@
 //! The protocol's JSON carried in a string field: the self-describing
 //! event (`ue_pr` plain, `ue_px` base64) and the contexts (`co` plain, `cx`
 //! base64), decoded within the body's JSON limits. A field that cannot be
-//! read refuses the request naming the event and field (`data[1].cx`).
+//! read makes its event undecodable, the reason naming the event and field
+//! (`data[1].cx`); a limit broken refuses the request with its code.
 
 use base64::Engine;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};

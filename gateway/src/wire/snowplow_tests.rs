@@ -175,7 +175,7 @@ fn the_event_limit_is_exact() {
 }
 
 #[test]
-fn bad_bodies_have_their_codes_and_name_the_field() {
+fn a_body_that_cannot_be_read_is_refused_with_its_code() {
     let raw = |text: &str| decode_post(text.as_bytes(), &LimitsConfig::default(), &mapping());
     assert_eq!(raw("{\"schema\": ").expect_err("truncated").code(), "malformed_json");
     assert_eq!(raw("[]").expect_err("array").code(), "invalid_body");
@@ -183,27 +183,69 @@ fn bad_bodies_have_their_codes_and_name_the_field() {
     assert!(raw(&wrong_schema).expect_err("schema").to_string().contains("payload_data"));
     let no_schema = json!({"data": [{}]}).to_string();
     assert_eq!(raw(&no_schema).expect_err("no schema").code(), "invalid_body");
-    let cases = [
-        (json!({"a": 1}), "must be an array"),
-        (json!([]), "empty"),
-        (json!([5]), "data[0]"),
-        (json!([{"e": "pv", "url": {"x": 1}}]), "data[0].url"),
-        (json!([{"e": "ue", "ue_px": "%%%"}]), "data[0].ue_px"),
-        (json!([{"e": "ue", "ue_px": URL_SAFE_NO_PAD.encode("{\"schema\":")}]), "data[0].ue_px"),
-        (json!([{"e": "ue"}]), "without `ue_pr`"),
-        (json!([{"e": "ue", "ue_pr": "{\"schema\": \"iglu:x/y/jsonschema/1-0-0\", \"data\": {}}"}]), "unstruct_event"),
-        (json!([{"e": "ue", "ue_pr": unstruct("not-iglu", json!({}))}]), "data.schema"),
-        (json!([{"e": "pv"}, {"e": "pv", "cx": "eyJ"}]), "data[1].cx"),
-        (
-            json!([{"e": "pv", "co": "{\"schema\": \"iglu:com.snowplowanalytics.snowplow/contexts/jsonschema/1-0-0\", \"data\": {}}"}]),
-            "co/cx.data",
-        ),
-    ];
-    for (data, says) in cases {
+    for (data, says) in [(json!({"a": 1}), "must be an array"), (json!([]), "empty")] {
         let error = post(data.clone()).expect_err("refused");
         assert_eq!(error.code(), "invalid_body", "{data}");
         assert!(error.to_string().contains(says), "{data}: {error}");
     }
+}
+
+#[test]
+fn an_unreadable_event_is_kept_as_sent_with_its_reason_beside_the_others() {
+    let contexts_not_array =
+        "{\"schema\": \"iglu:com.snowplowanalytics.snowplow/contexts/jsonschema/1-0-0\", \"data\": {}}";
+    let cases = [
+        (json!(5), "`data[1]` must be an object"),
+        (json!({"e": "pv", "url": {"x": 1}}), "`data[1].url` must be a string"),
+        (json!({"e": "ue", "ue_px": "%%%"}), "`data[1].ue_px` is not base64"),
+        (json!({"e": "ue", "ue_px": URL_SAFE_NO_PAD.encode("{\"schema\":")}), "`data[1].ue_px` is not JSON"),
+        (json!({"e": "ue"}), "without `ue_pr`"),
+        (json!({"e": "ue", "ue_pr": "{\"schema\": \"iglu:x/y/jsonschema/1-0-0\", \"data\": {}}"}), "unstruct_event"),
+        (json!({"e": "ue", "ue_pr": "{\"schema\": "}), "`data[1].ue_pr` is not JSON"),
+        (json!({"e": "ue", "ue_pr": unstruct("not-iglu", json!({}))}), "data.schema"),
+        (json!({"e": "pv", "cx": "eyJ"}), "`data[1].cx` is not base64"),
+        (json!({"e": "pv", "cx": "e!J"}), "`data[1].cx` is not base64"),
+        (json!({"e": "pv", "cx": STANDARD.encode("{\"schema\":")}), "`data[1].cx` is not JSON"),
+        (json!({"e": "pv", "co": "{"}), "`data[1].co` is not JSON"),
+        (json!({"e": "pv", "co": contexts_not_array}), "`data[1].co/cx.data`"),
+    ];
+    for (bad, says) in cases {
+        let decoded = post(json!([{"e": "pv", "eid": "a"}, bad.clone(), {"e": "pv", "eid": "c"}])).expect("taken");
+        let batch = decoded.batch;
+        assert_eq!(batch.undecodable.len(), 1, "{bad}");
+        assert_eq!(batch.undecodable[0].index, 1, "{bad}");
+        assert!(batch.undecodable[0].reason.contains(says), "{bad}: {}", batch.undecodable[0].reason);
+        assert_eq!(batch.events[1], bad, "kept as sent");
+        assert_eq!(
+            (batch.events[0]["messageId"].as_str(), batch.events[2]["messageId"].as_str()),
+            (Some("a"), Some("c"))
+        );
+    }
+}
+
+#[test]
+fn an_unreadable_event_names_its_source_only_by_a_readable_app_id() {
+    let decoded = post(json!([{"e": "pv", "aid": "a"}, {"aid": "b", "cx": "eyJ"}, 5, {"e": "ue"}])).expect("taken");
+    assert_eq!(decoded.app_ids, ["a", "b"], "an unreadable event without an app id names none");
+    let indexes: Vec<usize> = decoded.batch.undecodable.iter().map(|u| u.index).collect();
+    assert_eq!(indexes, [1, 2, 3]);
+}
+
+#[test]
+fn an_unreadable_get_is_kept_as_its_query() {
+    let query = "e=pv&aid=demo-web&cx=eyJ";
+    let decoded = decode_get(query, &LimitsConfig::default(), &mapping()).expect("taken");
+    assert_eq!(decoded.app_ids, ["demo-web"]);
+    assert_eq!(decoded.batch.events, [Value::String(query.into())]);
+    let reason = &decoded.batch.undecodable[0].reason;
+    assert!(reason.contains("`data[0].cx` is not base64"), "{reason}");
+}
+
+#[test]
+fn a_limit_broken_inside_a_field_still_refuses_the_request() {
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    let error = post(json!([{"e": "pv"}, {"e": "pv", "co": deep}])).expect_err("refused");
+    assert_eq!(error.code(), "json_too_deep");
 }
 
 mod fuzz {
@@ -228,7 +270,12 @@ mod fuzz {
             let mut event: serde_json::Map<String, Value> = fields.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
             event.insert("e".into(), Value::String(kind));
             match post(json!([event])) {
-                Ok(decoded) => prop_assert_eq!(decoded.batch.events.len(), 1),
+                Ok(decoded) => {
+                    prop_assert_eq!(decoded.batch.events.len(), 1);
+                    for unreadable in &decoded.batch.undecodable {
+                        prop_assert!(unreadable.reason.contains("data[0]"), "{}", unreadable.reason);
+                    }
+                }
                 Err(error) => prop_assert!(
                     error.to_string().contains("data[0]") || ["json_too_deep", "string_too_long"].contains(&error.code().as_str()),
                     "{}", error
