@@ -188,4 +188,22 @@ fn the_checker_finds_loss_duplicates_disorder_and_refused_events() {
     assert!(v.order_violations.is_empty(), "another gateway may overtake a spooled event: {v:?}");
     log.requests[0].outcomes = vec!["accepted".into()];
     assert_eq!(check(&log, &overtaken, 0.0).order_violations.len(), 1, "an event in Kafka is never overtaken");
+
+    // B first sent through gw3 (503; it stored B direct), then answered
+    // `duplicate` by gw1, which had spooled A: gw1 did not store B, so its
+    // spool does not order it (nemesis seed 3). A in Kafka still does.
+    log.requests[0].outcomes = vec!["spooled".into()];
+    log.requests[1] = request(&["r-b"], "k1", (2.0, 3.0), 503);
+    log.requests[1].via = "gw3".into();
+    let mut retry = request(&["r-b"], "k1", (4.0, 5.0), 200);
+    retry.attempt = 2;
+    retry.outcomes = vec!["duplicate".into()];
+    log.requests.push(retry);
+    let v = check(&log, &overtaken, 0.0);
+    assert!(v.order_violations.is_empty(), "a duplicate is not ordered by the gateway that answered it: {v:?}");
+    log.requests[5].outcomes = vec!["spooled".into()];
+    assert_eq!(check(&log, &overtaken, 0.0).order_violations.len(), 1, "control: spooled by gw1, it is ordered");
+    log.requests[5].outcomes = vec!["duplicate".into()];
+    log.requests[0].outcomes = vec!["accepted".into()];
+    assert_eq!(check(&log, &overtaken, 0.0).order_violations.len(), 1, "control: A in Kafka orders the duplicate");
 }

@@ -6,8 +6,9 @@
 //! others that went through the same gateway (each gateway's spool keeps
 //! its own order; across gateways a spooled event can be overtaken by a
 //! later one sent direct through another); an event first answered
-//! `duplicate` orders nothing (an earlier attempt stored it, maybe in
-//! another gateway's spool); every
+//! `duplicate` orders nothing and is ordered only after events that were in
+//! Kafka when answered (an earlier attempt stored it, maybe in another
+//! gateway's spool or direct through another gateway); every
 //! answer consistent with what is stored (a definite refusal, 4xx, never
 //! stored; `503` and no answer may be either: the README says "on 503
 //! nothing may be assumed").
@@ -194,7 +195,8 @@ pub fn check(log: &Log, stored: &HashMap<String, Vec<Copy>>, t0: f64) -> Verdict
 }
 
 /// Pairs (A, B) of one key where A was acknowledged before B was first sent
-/// (and A was in Kafka when answered, or B went through A's gateway) yet B
+/// (and A was in Kafka when answered, or B went through A's gateway and was
+/// not first answered `duplicate`) yet B
 /// is stored first (or on another partition).
 fn order(topic: &str, key: &str, events: &mut [Acked]) -> Vec<String> {
     events.sort_by(|a, b| a.at.total_cmp(&b.at));
@@ -225,7 +227,10 @@ fn order(topic: &str, key: &str, events: &mut [Acked]) -> Vec<String> {
     let mut out = Vec::new();
     for e in events.iter() {
         let before = events.partition_point(|a| a.at < e.sent);
-        let through_same = spooled.get(e.via.as_str()).and_then(|b| b[before].clone());
+        // An event first answered `duplicate` was stored by an earlier
+        // attempt, maybe direct through another gateway (answered 503 there):
+        // the gateway that answered `duplicate` does not order it.
+        let through_same = if e.duplicate { None } else { spooled.get(e.via.as_str()).and_then(|b| b[before].clone()) };
         for (p, o, id) in [direct[before].clone(), through_same].into_iter().flatten() {
             if p != e.partition || o > e.offset {
                 out.push(format!(
