@@ -114,3 +114,33 @@ pub(super) fn section(html: &mut String, catalog: &Catalog, mappings: &Loaded, r
     }
     html.push_str("</section>\n");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mapping::{EventRule, TrackerMapping};
+
+    #[test]
+    fn tracker_names_are_escaped_and_grouped_by_catalog_event() {
+        let rule = |event: &str| EventRule {
+            call: crate::mapping::Call::Track,
+            event: Some(event.to_owned()),
+            version: None,
+            rename: BTreeMap::new(),
+        };
+        let mut posthog = TrackerMapping::default();
+        posthog.events.insert("<script>x</script>".into(), rule("Link Clicked"));
+        posthog.events.insert("\"quoted\"".into(), rule("Form Submitted"));
+        let mut mappings = TrackerMappings::default();
+        mappings.protocols.insert("posthog".into(), posthog);
+        let loaded: Loaded = Ok(mappings);
+        let by_event = by_event(&loaded);
+        let term = event_term(by_event.get("Link Clicked"));
+        assert_eq!(
+            term,
+            "<dt>Tracker events</dt><dd class=\"mapped\">PostHog <code>&lt;script&gt;x&lt;/script&gt;</code></dd>"
+        );
+        assert!(event_term(by_event.get("Form Submitted")).contains("<code>&quot;quoted&quot;</code>"));
+        assert_eq!(event_term(by_event.get("Page Viewed")), "");
+    }
+}
