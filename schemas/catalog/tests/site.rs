@@ -138,6 +138,9 @@ fn the_page_shows_each_events_tracker_events_and_every_protocols_rules() {
     assert!(!article(&html, "Lead Status Changed").contains("Tracker events"));
 
     assert!(html.contains("<a href=\"#mappings\">tracker mappings</a>"));
+    // Not counted as domains or events by the page's Chromium test (schemas/site-test).
+    assert_eq!(html.matches("<section class=\"domain\"").count(), 5);
+    assert_eq!(html.matches("<article class=\"event\"").count(), 10);
     for protocol in ["posthog", "ga4", "snowplow"] {
         assert!(html.contains(&format!("id=\"mapping-{protocol}\"")), "no {protocol} section");
         assert!(html.contains(&format!("<code>mappings/{protocol}.toml</code>")), "no {protocol} file");

@@ -65,7 +65,7 @@ pub(super) fn section(html: &mut String, catalog: &Catalog, mappings: &Loaded, r
                 Path::new(&refusal.file).strip_prefix(root).map_or(refusal.file.clone(), |p| p.display().to_string());
             let _ = writeln!(
                 html,
-                "<section class=\"domain\" id=\"mappings\"><h2>Tracker mappings</h2><p>The mapping files could not be \
+                "<section class=\"mappings\" id=\"mappings\"><h2>Tracker mappings</h2><p>The mapping files could not be \
                  read: <code>{}</code> <code>{}</code> <code>{}</code>: {}</p></section>",
                 esc(refusal.code),
                 esc(&file),
@@ -76,7 +76,7 @@ pub(super) fn section(html: &mut String, catalog: &Catalog, mappings: &Loaded, r
         }
     };
     html.push_str(concat!(
-        "<section class=\"domain\" id=\"mappings\"><h2>Tracker mappings</h2><p>How the events of other trackers ",
+        "<section class=\"mappings\" id=\"mappings\"><h2>Tracker mappings</h2><p>How the events of other trackers ",
         "become catalog events: each rule's call, catalog event, pinned version and property renames, checked ",
         "against this catalog by <code>eventgw-catalog schemas check</code>. A tracker event no rule names stays ",
         "a track call of its own name.</p>\n",
@@ -84,7 +84,7 @@ pub(super) fn section(html: &mut String, catalog: &Catalog, mappings: &Loaded, r
     for (protocol, mapping) in &mappings.protocols {
         let _ = write!(
             html,
-            "<article class=\"event mapping\" id=\"mapping-{p}\" data-protocol=\"{p}\"><h3>{label}</h3><dl><dt>Declared \
+            "<article class=\"mapping\" id=\"mapping-{p}\" data-protocol=\"{p}\"><h3>{label}</h3><dl><dt>Declared \
              in</dt><dd><code>{dir}/{p}.toml</code></dd></dl><table class=\"fields\"><thead><tr><th>Tracker event</th>\
              <th>Call</th><th>Catalog event</th><th>Version</th><th>Renames</th></tr></thead><tbody>",
             p = esc(protocol),
