@@ -49,6 +49,13 @@ async fn serves_the_page_its_sources_and_the_checker_and_nothing_else() {
         assert!(html.contains(needle), "page lacks {needle}");
     }
     assert!(!html.contains(&dir.display().to_string()), "the server's paths are not published");
+    // The trackers' events mapped to `Page Viewed` (schemas/mappings/*.toml) are on its article.
+    let start = html.find("data-event=\"Page Viewed\"").expect("Page Viewed's article");
+    let page_viewed = &html[start..start + html[start..].find("</article>").expect("article ends")];
+    for needle in ["PostHog <code>$pageview</code>", "GA4 <code>page_view</code>", "Snowplow <code>pv</code>"] {
+        assert!(page_viewed.contains(needle), "Page Viewed lacks {needle}");
+    }
+    assert!(html.contains("id=\"mapping-posthog\"") && html.contains("<code>mappings/ga4.toml</code>"));
 
     let req = web_test::TestRequest::get().uri("/catalog/catalog.json").to_request();
     let sources: Vec<eventgw_schemas::DomainSource> = web_test::call_and_read_body_json(&app, req).await;

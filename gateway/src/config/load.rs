@@ -56,7 +56,7 @@ impl Config {
         }
         config.resolve_edge_paths(base);
         config.mappings = mapping::load_dir(&config.catalog.dir.join(mapping::MAPPINGS_DIR))
-            .map_err(|(file, key, problem)| ConfigError { file, key, problem })?;
+            .map_err(|r| ConfigError { file: r.file, key: r.key, problem: r.problem })?;
         config.check().map_err(|(key, problem)| fail(key, problem))?;
         config.file = Some(path.to_path_buf());
         Ok(config)

@@ -10,6 +10,7 @@ use eventgw_schemas::loader::{load_catalog, load_sources};
 use eventgw_schemas::{Catalog, Compatibility};
 
 use crate::gateway_config::GatewayConfig;
+use crate::mapping::{self, check::Severity};
 use crate::registry::{RegistryClient, sync};
 use crate::site::Site;
 use crate::topics::{TopicAdmin, plan};
@@ -24,7 +25,8 @@ pub struct Report {
 }
 
 /// `schemas check [DIR]`: every version against the previous one under its
-/// event's mode, then the whole catalog compiled as the gateway would.
+/// event's mode, then the whole catalog compiled as the gateway would, then
+/// the mapping files of the other trackers against it ([`mapping::check`]).
 pub fn schemas_check(dir: &Path) -> anyhow::Result<Report> {
     let sources = load_sources(dir)?;
     let mut text = String::new();
@@ -41,16 +43,25 @@ pub fn schemas_check(dir: &Path) -> anyhow::Result<Report> {
             }
         }
     }
-    match Catalog::compile(sources) {
+    let catalog = match Catalog::compile(sources) {
         Ok(catalog) => {
             let n = catalog.events().len();
             text.push_str(&format!("catalog compiles: {n} events in {} domains\n", catalog.domains().len()));
+            Some(catalog)
         }
         Err(error) => {
             ok = false;
             text.push_str(&format!("FAIL  the gateway would refuse this catalog: {error}\n"));
+            None
         }
+    };
+    let mappings = mapping::check::check_dir(catalog.as_ref(), &dir.join(mapping::MAPPINGS_DIR));
+    for finding in &mappings.findings {
+        let label = if finding.severity == Severity::Error { "FAIL" } else { "warn" };
+        text.push_str(&format!("{label}  {finding}\n"));
     }
+    ok &= mappings.ok();
+    text.push_str(&format!("mappings: {} rules in {} files checked\n", mappings.rules, mappings.files));
     Ok(Report { text, ok })
 }
 

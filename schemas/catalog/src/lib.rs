@@ -1,8 +1,10 @@
 //! Data contracts as code, from the event catalog: the Kafka topics it
 //! declares, planned against a cluster and applied ([`topics`]); its schema
 //! versions as Schema Registry subjects, planned and applied all or nothing
-//! ([`registry`]); the readable catalog site with the in-browser checker
-//! ([`site`]); and the `eventgw-catalog` subcommands ([`cli`]).
+//! ([`registry`]); the other trackers' mapping files beside the catalog,
+//! read for the gateway and checked by `schemas check` ([`mapping`]); the
+//! readable catalog site with the in-browser checker ([`site`]); and the
+//! `eventgw-catalog` subcommands ([`cli`]).
 //!
 //! The gateway depends on this crate, never the other way round: `gateway
 //! topics` creates topics through [`topics`], the gateway's schema-id lookup
@@ -13,6 +15,7 @@
 
 pub mod cli;
 pub mod gateway_config;
+pub mod mapping;
 pub mod registry;
 pub mod site;
 pub mod topics;

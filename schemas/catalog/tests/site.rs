@@ -73,7 +73,9 @@ fn the_tool_checks_diffs_and_writes_docs() {
     let (code, text) = run(&["schemas", "check"]);
     assert_eq!(code, Some(0), "{text}");
     assert!(
-        text.contains("ok    Page Viewed v1 -> v2 (backward)") && text.contains("10 events in 5 domains"),
+        text.contains("ok    Page Viewed v1 -> v2 (backward)")
+            && text.contains("10 events in 5 domains")
+            && text.contains("mappings: 19 rules in 3 files checked"),
         "{text}"
     );
 
@@ -100,4 +102,96 @@ fn the_tool_checks_diffs_and_writes_docs() {
     assert!(text.contains("WITHOUT the in-browser checker"), "{text}");
     assert!(std::fs::read_to_string(out.join("index.html")).expect("index").contains("Lead Status Changed"));
     let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// The article of catalog event `name` on the page.
+fn article<'a>(html: &'a str, name: &str) -> &'a str {
+    let start = html.find(&format!("data-event=\"{name}\"")).unwrap_or_else(|| panic!("no article of {name}"));
+    let end = html[start..].find("</article>").expect("article ends") + start;
+    &html[start..end]
+}
+
+#[test]
+fn the_page_shows_each_events_tracker_events_and_every_protocols_rules() {
+    let dir = schemas_dir();
+    let catalog = load_catalog(&dir).expect("shipped catalog");
+    let site = Site::render(&catalog, &dir, None);
+    let html = String::from_utf8(site.get("index.html").expect("page").body.to_vec()).expect("utf-8");
+    let page_viewed = article(&html, "Page Viewed");
+    for needle in [
+        "<dt>Tracker events</dt>",
+        "PostHog <code>$pageview</code>",
+        "GA4 <code>page_view</code>",
+        "Snowplow <code>pv</code>",
+    ] {
+        assert!(page_viewed.contains(needle), "Page Viewed lacks {needle}: {page_viewed}");
+    }
+    let link = article(&html, "Link Clicked");
+    for needle in [
+        "PostHog <code>link_clicked</code>",
+        "GA4 <code>click</code>",
+        "Snowplow <code>iglu:com.snowplowanalytics.snowplow/link_click/jsonschema/1-*-*</code>",
+    ] {
+        assert!(link.contains(needle), "Link Clicked lacks {needle}: {link}");
+    }
+    // An event no rule names has no such term.
+    assert!(!article(&html, "Lead Status Changed").contains("Tracker events"));
+
+    assert!(html.contains("<a href=\"#mappings\">tracker mappings</a>"));
+    // Not counted as domains or events by the page's Chromium test (schemas/site-test).
+    assert_eq!(html.matches("<section class=\"domain\"").count(), 5);
+    assert_eq!(html.matches("<article class=\"event\"").count(), 10);
+    for protocol in ["posthog", "ga4", "snowplow"] {
+        assert!(html.contains(&format!("id=\"mapping-{protocol}\"")), "no {protocol} section");
+        assert!(html.contains(&format!("<code>mappings/{protocol}.toml</code>")), "no {protocol} file");
+    }
+    let row = "<tr><td><code>purchase</code></td><td>track</td><td><a href=\"#event-order_completed\">Order Completed</a>\
+               </td><td>newest</td><td><code>transaction_id</code> → <code>order_id</code>, <code>value</code> → \
+               <code>total</code></td></tr>";
+    assert!(html.contains(row), "GA4's purchase rule");
+    assert!(html.contains("<td><code>$identify</code></td><td>identify</td><td>none (the call itself)</td>"));
+}
+
+#[test]
+fn schemas_check_fails_on_a_bad_mapping_naming_file_rule_and_code() {
+    // The shipped domains, and a mapping directory of our own.
+    let root = std::env::temp_dir().join(format!("eventgw-catalog-mapcheck-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    for entry in std::fs::read_dir(schemas_dir()).expect("read_dir").filter_map(Result::ok) {
+        let path = entry.path();
+        if path.join("catalog.toml").is_file() || path.ends_with("mappings") {
+            copy_tree(&path, &root.join(entry.file_name()));
+        }
+    }
+    let bad =
+        "[events.purchase]\nevent = \"Order Completd\"\n\n[events.click]\nevent = \"Link Clicked\"\nversion = 9\n";
+    std::fs::write(root.join("mappings/ga4.toml"), bad).expect("write");
+    let tool = env!("CARGO_BIN_EXE_eventgw-catalog");
+    let out = Command::new(tool).args(["schemas", "check", &root.display().to_string()]).output().expect("run");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let file = root.join("mappings/ga4.toml").display().to_string();
+    let lines = [
+        format!("FAIL  mapping_unknown_version {file} events.\"click\": `Link Clicked` has no version 9 (newest is 1)"),
+        format!(
+            "FAIL  mapping_unknown_event {file} events.\"purchase\": catalog event `Order Completd` does not exist"
+        ),
+    ];
+    for line in &lines {
+        assert!(text.contains(line.as_str()), "lacks {line}: {text}");
+    }
+    // The same directory with the shipped mapping back passes: the failure was the mapping.
+    std::fs::copy(schemas_dir().join("mappings/ga4.toml"), root.join("mappings/ga4.toml")).expect("copy");
+    let out = Command::new(tool).args(["schemas", "check", &root.display().to_string()]).output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// Copies the directory `from` to `to`, recursively.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for path in std::fs::read_dir(from).expect("read_dir").filter_map(Result::ok).map(|e| e.path()) {
+        let target = to.join(path.file_name().expect("name"));
+        if path.is_dir() { copy_tree(&path, &target) } else { std::fs::copy(&path, &target).map(drop).expect("copy") }
+    }
 }

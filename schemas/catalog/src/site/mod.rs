@@ -1,6 +1,7 @@
 //! The readable catalog: a static site rendered from the compiled catalog
 //! (domains, owners, topics, keys, each event's versions with their fields
-//! and examples: [`page`], [`fields`]) plus the WebAssembly checker, so a
+//! and examples, the other trackers' events mapped to it: [`page`],
+//! [`fields`], `mappings`) plus the WebAssembly checker, so a
 //! person can paste an event and see what the gateway would say.
 //! `eventgw-catalog schemas docs` writes it to a directory; the gateway
 //! serves the same files at `/catalog/`.
@@ -12,6 +13,7 @@ use std::sync::Arc;
 use eventgw_schemas::{Catalog, DomainSource};
 
 pub mod fields;
+mod mappings;
 mod page;
 
 /// The wasm-bindgen output the page loads, as `scripts/build-wasm` names it.
@@ -39,7 +41,8 @@ pub struct Site {
 
 impl Site {
     /// Renders the site for `catalog`, loaded from `catalog_dir` (file names
-    /// on the page are shown relative to it). The WebAssembly checker is
+    /// on the page are shown relative to it), with the tracker mappings of
+    /// its `mappings/` directory. The WebAssembly checker is
     /// taken from `wasm_dir` when it holds a build; without one the page
     /// says the in-browser check is unavailable and how to build it.
     pub fn render(catalog: &Catalog, catalog_dir: &Path, wasm_dir: Option<&Path>) -> Self {
@@ -47,7 +50,11 @@ impl Site {
         let mut put = |name: &str, content_type, body: Vec<u8>| {
             files.insert(name.to_owned(), SiteFile { content_type, body: body.into() });
         };
-        put("index.html", "text/html; charset=utf-8", page::index(catalog, catalog_dir).into_bytes());
+        // The gateway's own loader: the page shows the rules it applies (a
+        // gateway refuses to start on a file this refuses).
+        let mappings = crate::mapping::load_dir(&catalog_dir.join(crate::mapping::MAPPINGS_DIR));
+        let index = page::index(catalog, catalog_dir, &mappings);
+        put("index.html", "text/html; charset=utf-8", index.into_bytes());
         put("catalog.css", "text/css; charset=utf-8", include_bytes!("assets/catalog.css").to_vec());
         put("checker.js", "text/javascript; charset=utf-8", include_bytes!("assets/checker.js").to_vec());
         let sources = relative_sources(catalog.sources(), catalog_dir);

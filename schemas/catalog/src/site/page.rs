@@ -7,10 +7,13 @@ use std::path::Path;
 use eventgw_schemas::{Catalog, Domain, EventType};
 
 use super::fields;
+use super::mappings::{self, Loaded};
 
-/// The page for `catalog`, file names shown relative to `root`.
-pub(super) fn index(catalog: &Catalog, root: &Path) -> String {
+/// The page for `catalog` and the trackers' `mappings` to it, file names
+/// shown relative to `root`.
+pub(super) fn index(catalog: &Catalog, root: &Path, mappings: &Loaded) -> String {
     let events = catalog.events();
+    let mapped = mappings::by_event(mappings);
     let mut html = String::from(concat!(
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n",
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n",
@@ -27,6 +30,7 @@ pub(super) fn index(catalog: &Catalog, root: &Path) -> String {
     for name in catalog.domains().keys() {
         let _ = write!(html, "<a href=\"#domain-{0}\">{0}</a> ", esc(name));
     }
+    html.push_str(mappings::nav(mappings));
     html.push_str(concat!(
         "</nav></header>\n<section id=\"check\"><h2>Check an event</h2>",
         "<p>Paste an event as a client would send it (a <code>track</code> call with its <code>event</code> name, ",
@@ -38,13 +42,17 @@ pub(super) fn index(catalog: &Catalog, root: &Path) -> String {
         "<div id=\"check-result\" role=\"status\" aria-live=\"polite\"></div></section>\n<main>\n",
     ));
     for domain in catalog.domains().values() {
-        domain_section(&mut html, domain, &events, root);
+        domain_section(&mut html, domain, &events, root, &mapped);
     }
+    mappings::section(&mut html, catalog, mappings, root);
     html.push_str("</main>\n</body>\n</html>\n");
     html
 }
 
-fn domain_section(html: &mut String, domain: &Domain, events: &[&EventType], root: &Path) {
+/// Each catalog event's tracker events, `(protocol, tracker event)`.
+type Mapped<'a> = std::collections::BTreeMap<String, Vec<(&'a str, &'a str)>>;
+
+fn domain_section(html: &mut String, domain: &Domain, events: &[&EventType], root: &Path, mapped: &Mapped<'_>) {
     let settings: Vec<String> = domain.settings.kafka_configs().iter().map(|(k, v)| format!("{k}={v}")).collect();
     let file = Path::new(&domain.origin).strip_prefix(root).map_or(domain.origin.clone(), |p| p.display().to_string());
     let _ = writeln!(
@@ -61,17 +69,17 @@ fn domain_section(html: &mut String, domain: &Domain, events: &[&EventType], roo
         file = esc(&file),
     );
     for event in events.iter().filter(|e| e.domain == domain.name) {
-        event_article(html, event);
+        event_article(html, event, &mappings::event_term(mapped.get(&event.name)));
     }
     html.push_str("</section>\n");
 }
 
-fn event_article(html: &mut String, event: &EventType) {
+fn event_article(html: &mut String, event: &EventType, mapped: &str) {
     let _ = writeln!(
         html,
         "<article class=\"event\" id=\"event-{anchor}\" data-event=\"{name}\"><h3>{name}</h3><p>{desc}</p><dl>\
          <dt>Schema</dt><dd><code>{domain}/{schema}</code></dd><dt>Partition key</dt><dd>{key}</dd>\
-         <dt>Compatibility</dt><dd>{compat}</dd><dt>Rollout</dt><dd>{rollout}</dd>{privacy}</dl>",
+         <dt>Compatibility</dt><dd>{compat}</dd><dt>Rollout</dt><dd>{rollout}</dd>{privacy}{mapped}</dl>",
         anchor = esc(&event.schema),
         name = esc(&event.name),
         desc = esc(event.description()),
@@ -134,7 +142,7 @@ fn privacy_terms(event: &EventType) -> String {
 }
 
 /// Escapes text for HTML content and attribute values.
-fn esc(text: &str) -> String {
+pub(super) fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
