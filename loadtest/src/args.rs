@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+use crate::protocol::Protocol;
+
 /// `loadtest COMMAND [--flags]`.
 #[derive(Debug, Parser)]
 #[command(name = "loadtest", about = "Open-loop load generator and benchmark harness for the gateway")]
@@ -98,9 +100,20 @@ pub struct RunArgs {
     /// A bearer token instead of the write key.
     #[arg(long)]
     pub bearer: Option<String>,
-    /// The write key.
+    /// The write key (PostHog's `api_key`, GA4's `api_secret`).
     #[arg(long, default_value = "demo-write-key")]
     pub key: String,
+    /// The request's protocol: its batched body, endpoint and credentials
+    /// (a `--url` without a path gets the protocol's endpoint).
+    #[arg(long, value_enum, default_value_t = Protocol::Segment)]
+    pub protocol: Protocol,
+    /// Snowplow's app id (`aid`), naming the source.
+    #[arg(long, default_value = "demo-web")]
+    pub app_id: String,
+    /// Only the catalog events every protocol can express, so protocols are
+    /// compared on the same events.
+    #[arg(long)]
+    pub shared_events: bool,
     /// Per-request timeout in seconds.
     #[arg(long, default_value_t = 10)]
     pub timeout_secs: u64,
@@ -213,6 +226,7 @@ mod tests {
     use clap::Parser;
 
     use super::{Cli, Command, CurvesArgs, SuiteArgs};
+    use crate::protocol::Protocol;
 
     fn parse(words: &[&str]) -> Result<Cli, clap::Error> {
         Cli::try_parse_from(std::iter::once("loadtest").chain(words.iter().copied()))
@@ -312,6 +326,14 @@ mod tests {
         };
         assert!(run.gzip);
         assert_eq!((run.batch, run.rate, run.key.as_str()), (10, 100.0, "demo-write-key"));
+        assert_eq!((run.protocol, run.app_id.as_str(), run.shared_events), (Protocol::Segment, "demo-web", false));
+        let Command::Run(run) =
+            parse(&["run", "--url", "u", "--protocol", "ga4", "--shared-events"]).expect("parses").command
+        else {
+            panic!("not run")
+        };
+        assert_eq!((run.protocol, run.shared_events), (Protocol::Ga4, true));
+        assert!(parse(&["run", "--url", "u", "--protocol", "amplitude"]).is_err());
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod e2e;
 pub mod generator;
 pub mod kafka_ceiling;
 pub mod memory;
+pub mod protocol;
 pub mod stalled;
 pub mod suite;
 pub mod workload;

@@ -2,6 +2,7 @@
 //!
 //!   loadtest ceiling --listen 127.0.0.1:8090 [--workers 2] [--delay-ms 0]
 //!   loadtest run --url URL --rate R --seconds S [--batch N] [--gzip] [--key K | --bearer T]
+//!                [--protocol segment|posthog|ga4|snowplow] [--app-id A] [--shared-events]
 //!   loadtest token --secret S --issuer I   (an HS256 JWT for the JWT variant)
 //!   loadtest suite --gateway URL --ceiling URL --brokers B --out BENCHMARKS.md [...]
 //!   loadtest bench-catalog --out DIR [--types 200]   (the generated `bench` domain)
@@ -21,6 +22,7 @@ use anyhow::Context;
 use clap::Parser;
 use eventgw_loadtest::args::{CeilingArgs, Cli, Command, RunArgs, TokenArgs};
 use eventgw_loadtest::generator::{self, Auth, RunConfig};
+use eventgw_loadtest::protocol::Credentials;
 use eventgw_loadtest::{bench_catalog, ceiling, client, curves, suite, workload};
 
 fn main() -> anyhow::Result<()> {
@@ -50,13 +52,24 @@ fn ceiling_server(args: &CeilingArgs) -> anyhow::Result<()> {
 }
 
 async fn single_run(args: &RunArgs) -> anyhow::Result<()> {
-    let workload = workload::Workload::from_catalog(&args.catalog, args.batch, args.gzip, args.users)?;
+    let credentials = Credentials { key: args.key.clone(), app_id: args.app_id.clone() };
+    let workload = workload::Workload::from_catalog(&args.catalog, args.batch, args.gzip, args.users)?.speaking(
+        args.protocol,
+        credentials.clone(),
+        args.shared_events,
+    )?;
     let auth = match &args.bearer {
         Some(token) if !token.is_empty() => Auth::Bearer(token.clone()),
         _ => Auth::WriteKey(args.key.clone()),
     };
+    let url = reqwest::Url::parse(&args.url).with_context(|| format!("--url {} is not a URL", args.url))?;
+    let url = if url.path() == "/" && url.query().is_none() {
+        args.protocol.endpoint(&args.url, &credentials)
+    } else {
+        args.url.clone()
+    };
     let config = RunConfig {
-        url: args.url.clone(),
+        url,
         rate: args.rate,
         duration: Duration::from_secs_f64(args.seconds),
         auth,

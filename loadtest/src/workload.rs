@@ -7,6 +7,8 @@ use std::io::Write;
 use std::path::Path;
 
 use eventgw_schemas::KeyPath;
+
+use crate::protocol::{Credentials, Protocol};
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use serde_json::{Value, json};
@@ -28,6 +30,10 @@ pub struct Workload {
     /// Where the gateway sends each example's events (from the catalog;
     /// empty for a workload built from bare examples).
     routes: Vec<(String, KeyPath)>,
+    /// The body's protocol (Segment's batch unless [`Workload::speaking`] says otherwise).
+    pub protocol: Protocol,
+    /// What the protocol's requests carry to name the source.
+    pub credentials: Credentials,
 }
 
 impl Workload {
@@ -47,7 +53,41 @@ impl Workload {
     /// A workload cycling through `examples` (each a track, page, ... event).
     pub fn from_examples(examples: Vec<Value>, batch: usize, gzip: bool, users: u64) -> anyhow::Result<Self> {
         anyhow::ensure!(!examples.is_empty(), "a workload needs at least one example event");
-        Ok(Self { batch: batch.max(1), gzip, users: users.max(1), examples, routes: Vec::new() })
+        Ok(Self {
+            batch: batch.max(1),
+            gzip,
+            users: users.max(1),
+            examples,
+            routes: Vec::new(),
+            protocol: Protocol::Segment,
+            credentials: Credentials::default(),
+        })
+    }
+
+    /// The same events in `protocol`'s batched body, keeping only the
+    /// examples it can express (`shared`: only those every protocol can,
+    /// so protocols are compared on the same catalog events).
+    pub fn speaking(mut self, protocol: Protocol, credentials: Credentials, shared: bool) -> anyhow::Result<Self> {
+        let probe = |example: &Value, p: Protocol| {
+            let mut event = example.clone();
+            event["messageId"] = json!(format!("lt-0-{}", uuid::Uuid::new_v4().simple()));
+            p.event(&event, &credentials).is_some()
+        };
+        let keep: Vec<bool> = self
+            .examples
+            .iter()
+            .map(|e| if shared { Protocol::ALL.iter().all(|p| probe(e, *p)) } else { probe(e, protocol) })
+            .collect();
+        let mut flags = keep.iter();
+        self.examples.retain(|_| flags.next().copied().unwrap_or(false));
+        if !self.routes.is_empty() {
+            let mut flags = keep.iter();
+            self.routes.retain(|_| flags.next().copied().unwrap_or(false));
+        }
+        anyhow::ensure!(!self.examples.is_empty(), "no catalog example can be sent as {protocol:?}");
+        self.protocol = protocol;
+        self.credentials = credentials;
+        Ok(self)
     }
 
     /// Pads every example with a `properties.padding` string so each event
@@ -87,7 +127,9 @@ impl Workload {
     pub fn body(&self, seq: u64, intended_ns: u64) -> Vec<u8> {
         let events: Vec<Value> =
             (0..self.batch as u64).map(|i| self.event(seq * self.batch as u64 + i, intended_ns)).collect();
-        let body = json!({"batch": events}).to_string().into_bytes();
+        let now_ms =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let body = self.protocol.body(&events, &self.credentials, now_ms).to_string().into_bytes();
         if self.gzip { gzip(&body) } else { body }
     }
 
