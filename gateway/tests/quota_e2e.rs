@@ -174,6 +174,9 @@ fn from(gw: &TestGateway, ip: &str, key: &str) -> reqwest::RequestBuilder {
 /// lock-out were keyed by the full address and never caught it.
 #[actix_web::test]
 async fn rotating_ipv6_addresses_within_one_64_share_the_ip_quota_and_the_lock_out() {
+    if common::without_kafka() {
+        return;
+    }
     let mut cfg = config(&brokers());
     cfg.quotas.ip = Some(Rate { per_second: SLOW, burst: 3 });
     let gw = TestGateway::start(cfg).await;
@@ -207,6 +210,9 @@ async fn rotating_ipv6_addresses_within_one_64_share_the_ip_quota_and_the_lock_o
 /// `quotas.ipv6_prefix_len = 128`: each address is its own client again.
 #[actix_web::test]
 async fn with_a_128_bit_prefix_each_ipv6_address_has_its_own_quota() {
+    if common::without_kafka() {
+        return;
+    }
     let mut cfg = config(&brokers());
     cfg.quotas.ip = Some(Rate { per_second: SLOW, burst: 1 });
     cfg.quotas.ipv6_prefix_len = 128;

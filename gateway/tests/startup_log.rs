@@ -7,6 +7,8 @@
 
 #[path = "inprocess_support/mod.rs"]
 mod inprocess_support;
+#[path = "common/servers.rs"]
+mod servers;
 
 use std::io::Write;
 use std::sync::{Mutex, OnceLock};
@@ -89,6 +91,9 @@ async fn a_reload_naming_a_missing_geo_database_is_refused_and_says_which() {
 /// as `ERROR librdkafka: Global error: PartitionEOF` at each start.
 #[actix_web::test]
 async fn the_suppression_consumer_does_not_log_a_partition_end_as_an_error() {
+    if servers::without_kafka() {
+        return;
+    }
     capture();
     let mut config = gateway::config::Config::load_with_env(
         &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/dev.toml"),

@@ -148,6 +148,9 @@ async fn a_batch_over_https_is_verified_by_the_client_and_lands_in_kafka() {
 /// http/1.1 gets HTTP/1.1, and each posts a batch that Kafka acknowledges.
 #[actix_web::test]
 async fn https_serves_http2_and_http1_chosen_by_alpn() {
+    if common::without_kafka() {
+        return;
+    }
     let scratch = Scratch::new("alpn");
     let (cert_file, key_file, ca) = scratch.install(&TestPki::new("alpn"), "ca.pem");
     let mut cfg = common::config(&common::brokers());

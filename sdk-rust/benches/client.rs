@@ -13,6 +13,8 @@
 #[allow(dead_code)]
 #[path = "../tests/common/gateway.rs"]
 mod gateway;
+#[path = "../../gateway/tests/common/servers.rs"]
+mod servers;
 
 use std::time::{Duration, Instant};
 
@@ -42,6 +44,9 @@ impl TypedEvent for BenchOrder {
 
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
+    if servers::without_kafka() {
+        return;
+    }
     let (calls, events): (usize, usize) = if full { (200_000, 200_000) } else { (2_000, 1_000) };
     let gateway = gateway::RunningGateway::start_with(vec![
         ("EVENTGW__SOURCES__0__UNKNOWN_EVENTS".into(), "pass".into()),

@@ -15,6 +15,7 @@ use sha2::{Digest, Sha256};
 
 use self::rules::event_findings;
 pub use self::rules::{Finding, MAX_NAME_CHARS, MAX_PARAMS};
+use super::tracker::view_or_track_fields;
 use super::{BatchRequest, WireError, parse};
 use crate::config::LimitsConfig;
 use crate::config::mapping::{Call, EventRule, TrackerMapping};
@@ -244,22 +245,10 @@ impl Shared {
 
     /// The fields of the canonical call itself.
     fn call_fields(&self, out: &mut Map<String, Value>, call: Call, name: String, props: &mut Value) {
-        let props = props.as_object_mut();
-        match (call, props) {
-            (Call::Track, _) if !name.is_empty() => {
-                out.insert("event".into(), name.into());
-            }
-            (Call::Page | Call::Screen, Some(props)) => {
-                if call == Call::Page && !props.contains_key("path") {
-                    let path = props.get("url").and_then(Value::as_str).and_then(url_path);
-                    if let Some(path) = path {
-                        props.insert("path".into(), path.into());
-                    }
-                }
-                if let Some(title) = props.get("name").or_else(|| props.get("title")).filter(|v| v.is_string()) {
-                    out.insert("name".into(), title.clone());
-                }
-            }
+        if view_or_track_fields(out, call, name, props) {
+            return;
+        }
+        match (call, props.as_object_mut()) {
             (Call::Identify, _) => {
                 out.insert("traits".into(), Value::Object(self.traits.clone()));
             }
@@ -297,14 +286,6 @@ fn params(params: Option<Value>, rule: Option<&EventRule>) -> (Value, Map<String
 fn time(micros: Value) -> Value {
     let parsed = micros.as_i64().and_then(chrono::DateTime::from_timestamp_micros);
     parsed.map_or(micros, |t| t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true).into())
-}
-
-/// The path of an absolute URL (`https://a.example/p?q` → `/p`), `/` when it
-/// has none; `None` when it is not an absolute URL.
-pub(crate) fn url_path(url: &str) -> Option<String> {
-    let (_, rest) = url.split_once("://")?;
-    let rest = rest.split(['?', '#']).next().unwrap_or_default();
-    Some(rest.find('/').map_or_else(|| "/".to_owned(), |at| rest[at..].to_owned()))
 }
 
 /// The id of event `index` of a request: a UUID (version 8) made of the

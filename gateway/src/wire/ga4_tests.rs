@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 
 use super::*;
+use crate::wire::tracker::url_path;
 
 fn mapping() -> TrackerMapping {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas/mappings");

@@ -11,6 +11,7 @@ mod json;
 mod json_errors;
 pub mod posthog;
 pub mod snowplow;
+mod tracker;
 
 pub use batch::{BatchRequest, SEGMENT, Undecodable, decode_batch, decode_single};
 pub use body::{GZIP_MAGIC, UnreadBody, check_media_type, decode, gunzip, read_body};

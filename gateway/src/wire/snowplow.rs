@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 
 use self::fields::{contexts, json_field};
 use self::kinds::What;
+use super::tracker::{url_path, view_or_track_fields};
 use super::{BatchRequest, Undecodable, WireError, parse};
 use crate::config::LimitsConfig;
 use crate::config::mapping::{Call, TrackerMapping};
@@ -234,26 +235,11 @@ fn time(ms: &str) -> Value {
 
 /// The fields of the canonical call itself.
 fn call_fields(out: &mut Map<String, Value>, call: Call, name: String, props: &mut Value) {
-    let props = props.as_object_mut();
-    match (call, props) {
-        (Call::Track, _) if !name.is_empty() => {
-            out.insert("event".into(), name.into());
-        }
-        (Call::Page | Call::Screen, Some(props)) => {
-            if call == Call::Page && !props.contains_key("path") {
-                let path = props.get("url").and_then(Value::as_str).and_then(super::ga4::url_path);
-                if let Some(path) = path {
-                    props.insert("path".into(), path.into());
-                }
-            }
-            if let Some(title) = props.get("name").or_else(|| props.get("title")).filter(|v| v.is_string()) {
-                out.insert("name".into(), title.clone());
-            }
-        }
-        (Call::Identify | Call::Group, Some(props)) => {
-            out.insert("traits".into(), Value::Object(props.clone()));
-        }
-        _ => {}
+    if !view_or_track_fields(out, call, name, props)
+        && matches!(call, Call::Identify | Call::Group)
+        && let Some(props) = props.as_object()
+    {
+        out.insert("traits".into(), Value::Object(props.clone()));
     }
 }
 
@@ -264,7 +250,7 @@ fn page_context(event: &Fields) -> Map<String, Value> {
     if let Some(url) = text(event, "url") {
         let mut page = Map::new();
         page.insert("url".into(), url.into());
-        if let Some(path) = super::ga4::url_path(url) {
+        if let Some(path) = url_path(url) {
             page.insert("path".into(), path.into());
         }
         for (field, key) in [("page", "title"), ("refr", "referrer")] {
