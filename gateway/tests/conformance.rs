@@ -178,6 +178,29 @@ async fn snowplow_browser() {
     browser_case_of("snowplow-browser", "snowplow", &SNOWPLOW_CALLS).await;
 }
 
+/// GA4's Measurement Protocol through the Python `ga4mp` client, pointed at
+/// the gateway as docs/trackers.md says: a validation hit to
+/// `/debug/mp/collect` (no messages) and the same three events for real, a
+/// `page_view`, a `click` and a `form_submit` that the mapping
+/// (`schemas/mappings/ga4.toml`) makes `Page Viewed`, `Link Clicked` and
+/// `Form Submitted`, read back keyed by the user id, once each.
+#[actix_web::test]
+#[ignore = "needs the SDKs: run scripts/test-conformance"]
+async fn ga4_python() {
+    const CALLS: [harness::Expect; 3] = [PAGE_VIEWED, LINK_CLICKED, FORM_SUBMITTED];
+    let case = "ga4-python";
+    let gateway = start_gateway(&[]).await;
+    let user = user(case);
+    let python = Driver::new(deps_dir().join("venv/bin/python"), suite_dir().join("python")).arg("ga4_driver.py");
+    let report = driver_env(python, &gateway.url, &user).run().await;
+    eprintln!("{case}: {report}");
+    let records = assert_delivered(case, &user, &CALLS, 0);
+    for record in &records {
+        assert_eq!(record.headers.get("protocol").map(String::as_str), Some("ga4"), "{case}: {record:?}");
+    }
+    gateway.stop().await;
+}
+
 /// A free port for a browser case's page, so its origin (`http://localhost:PORT`)
 /// can be allowed before the gateway starts.
 fn free_port() -> u16 {

@@ -258,6 +258,110 @@ async fn spool_records_stored_before_a_crash_are_not_replayed_twice() {
 }
 
 #[actix_web::test]
+#[ignore = "starts a three-broker cluster; run by scripts/faults"]
+async fn spool_records_above_the_high_watermark_at_a_crash_are_not_replayed_twice() {
+    // Issue 32's nemesis found this: a leader appends a record while a
+    // follower in its ISR has just stopped, so the high watermark stays
+    // below it; the gateway spools it as in flight and dies; the next
+    // process's read-back cannot see it yet, replays it, and once the
+    // follower leaves the ISR both copies are committed.
+    let mut cluster = Cluster::new("spool-hw", 3, 19630);
+    // The window is KRaft's fencing of the frozen node (or the leader's lag
+    // check, 30 s): 30 s here instead of 9, so a restart on a busy machine
+    // is inside it.
+    cluster.extra_props = "broker.session.timeout.ms=30000".into();
+    cluster.start_fresh().await;
+    // Node 3 is a follower of every partition the beacons write and leads
+    // none: frozen, it holds their high watermark, while the read-back
+    // (which needs each partition's leader) is not blocked by it.
+    followers_only(&cluster.brokers(), "web.tracking", 3).await;
+    let dir = spool_dir("hw");
+    let mut gw = GatewayProcess::start_with_env("spool-hw", &cluster.brokers(), 3, &borrowed(&spool_env(&dir))).await;
+    spool_support::warm_up(&gw.url, Beacons::default().users).await;
+    let run = run_id("spoolhw");
+    let healed = Healed::default();
+    let load = Beacons {
+        run_for: Duration::from_secs(8),
+        after_heal: Some((healed.clone(), Duration::from_secs(10))),
+        ..Beacons::default()
+    };
+    let (answers, healed) = futures::join!(beacons(load, run.clone(), gw.url.clone()), async {
+        sleep(Duration::from_secs(3)).await;
+        cluster.pause(3).await;
+        sleep(Duration::from_secs(3)).await;
+        gw.kill9();
+        gw.spawn().await;
+        sleep(Duration::from_secs(15)).await;
+        cluster.resume(3).await;
+        healed.now()
+    });
+    let title = "Spool: records above the high watermark when the gateway is killed (three brokers)";
+    let injected = "Spool on, beacon clients, three brokers (RF 3, `min.insync.replicas=2`, \
+                    `broker.session.timeout.ms=30000`); `web.tracking` created with node 3 a follower of every \
+                    partition. 3 s in node 3 is frozen with SIGSTOP: records the leaders append wait above the \
+                    high watermark for it (until KRaft fences it, 30 s), so they are spooled with their first \
+                    send in flight. 3 s later \
+                    the gateway gets SIGKILL and restarts at once on that spool, inside the window; node 3 is \
+                    resumed 15 s later. Replay must not read back (and re-send) those records before the \
+                    watermark can have moved past them.";
+    let mut r = settle(&cluster.brokers(), &run, title, injected, answers, healed, &gw).await;
+    let log = gw.log_text();
+    let waited = log.matches("once no follower can hold them above the high watermark").count();
+    let skipped = log.matches("are not sent again").count();
+    r.notes.push(format!(
+        "Replay waits for the high watermark: {waited}. Replay rounds that skipped records already in Kafka: {skipped}."
+    ));
+    r.write("74e-spool-inflight-above-high-watermark");
+    r.assert_no_loss();
+    assert!(waited > 0, "the restarted gateway found records left in flight on a replicated topic and waited");
+    assert!(skipped > 0, "the restarted gateway found the records the old one had sent, once they were visible");
+    cluster.stop().await;
+}
+
+/// Creates `topic` (the partitions and settings `gateway topics` would give
+/// it) with node `follower` last in every partition's replica list, so it
+/// leads none of them.
+async fn followers_only(brokers: &str, topic: &str, follower: i32) {
+    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+    let cfg = common::config(brokers);
+    let catalog = eventgw_schemas::loader::load_catalog(&cfg.catalog.dir).expect("catalog");
+    let (_, partitions) = gateway::topics::wanted(&catalog, &cfg.kafka)
+        .into_iter()
+        .find(|(name, _)| name == topic)
+        .unwrap_or_else(|| panic!("{topic} is a catalog topic"));
+    let leaders: Vec<i32> = (1..=3).filter(|n| *n != follower).collect();
+    let assignment: Vec<Vec<i32>> = (0..partitions as usize)
+        .map(|p| {
+            let leader = leaders[p % leaders.len()];
+            let other = leaders[(p + 1) % leaders.len()];
+            vec![leader, other, follower]
+        })
+        .collect();
+    let replicas: Vec<&[i32]> = assignment.iter().map(Vec::as_slice).collect();
+    let admin: AdminClient<_> =
+        rdkafka::ClientConfig::new().set("bootstrap.servers", brokers).create().expect("admin client");
+    let new = NewTopic::new(topic, partitions, TopicReplication::Variable(&replicas)).set("min.insync.replicas", "2");
+    let created = admin.create_topics([&new], &AdminOptions::new()).await.expect("create_topics");
+    for result in created {
+        result.unwrap_or_else(|(name, e)| panic!("create {name}: {e}"));
+    }
+    let brokers = brokers.to_owned();
+    let topic = topic.to_owned();
+    let leaders = faults_harness::blocking(move || {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let leaders = common::partition_leaders(&brokers, &topic);
+            if leaders.len() == partitions as usize || Instant::now() > deadline {
+                return leaders;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    })
+    .await;
+    assert!(!leaders.contains(&follower) && !leaders.contains(&-1), "node {follower} leads none: {leaders:?}");
+}
+
+#[actix_web::test]
 #[ignore = "starts its own broker; run by scripts/faults"]
 async fn spool_mode_ends_while_traffic_continues() {
     let cluster = Cluster::new("spool-handover", 1, 19620);

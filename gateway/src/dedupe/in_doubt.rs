@@ -8,12 +8,13 @@
 //! (a retry is produced). Until then their retries are answered 503 with
 //! `Retry-After`; other ids are not held up.
 //!
-//! A record still above a partition's high watermark (not yet replicated to
-//! the in-sync replicas) is not read, and is released: the client's retry is
-//! produced and, if the old record is later committed, stored twice. That
-//! needs a crash of the gateway during a partition's ISR change.
+//! A record still above a partition's high watermark (appended by a leader
+//! whose follower had just died) cannot be read; looked up then, it would be
+//! released and a retry stored twice once the follower leaves the ISR. So
+//! the look-up waits until no follower can hold it there
+//! (`sink::watermark`); retries of those ids are answered 503 meanwhile.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,6 +26,7 @@ use rdkafka::{Offset, TopicPartitionList};
 use super::memory::MemoryStore;
 use super::{EventId, journal::InDoubt};
 use crate::config::KafkaConfig;
+use crate::sink::watermark;
 
 /// How far before a reservation a record's timestamp may be (the
 /// producer stamps it after the reservation; the shared store's times are
@@ -45,6 +47,7 @@ pub fn resolve_in_background(store: Arc<MemoryStore>, ids: Vec<InDoubt>, kafka: 
     let config = client_config(kafka);
     let spawned = std::thread::Builder::new().name("dedupe-in-doubt".into()).spawn(move || {
         let started = Instant::now();
+        wait_for_the_watermark(&config, &ids);
         loop {
             match find(&config, &ids, LOOKUP_TIMEOUT) {
                 Ok(found) => {
@@ -73,6 +76,30 @@ pub fn resolve_in_background(store: Arc<MemoryStore>, ids: Vec<InDoubt>, kafka: 
     });
     if let Err(e) = spawned {
         tracing::error!(error = %e, "Dedupe in-doubt thread not started; those ids stay pending until their window ends");
+    }
+}
+
+/// Sleeps until the records of `ids`, if any landed, are below their
+/// partitions' high watermarks. If Kafka cannot say whether the topics are
+/// replicated, it waits as if they were.
+fn wait_for_the_watermark(config: &ClientConfig, ids: &[InDoubt]) {
+    let Some(last) = ids.iter().map(|d| d.reserved_ms).max() else { return };
+    let topics: BTreeSet<String> = ids.iter().map(|d| d.topic.clone()).collect();
+    let replicated = config
+        .create::<BaseConsumer>()
+        .map_err(|e| e.to_string())
+        .and_then(|consumer| watermark::replicated(&consumer, &topics))
+        .unwrap_or(true);
+    // The record is sent after its reservation, within the request deadline.
+    let until = watermark::visible_from(replicated, last.saturating_add(SLACK_MS));
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    if until > now {
+        tracing::info!(
+            in_doubt = ids.len(),
+            wait_ms = until - now,
+            "Dedupe ids in doubt are looked up in Kafka once no follower can hold their records above the high watermark; their retries wait"
+        );
+        std::thread::sleep(Duration::from_millis(until - now));
     }
 }
 

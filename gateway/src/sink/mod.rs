@@ -6,6 +6,7 @@ mod kafka;
 mod kafka_probe;
 mod memory;
 pub mod spool;
+pub mod watermark;
 
 use std::time::Duration;
 

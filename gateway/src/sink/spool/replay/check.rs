@@ -7,8 +7,9 @@ use std::collections::BTreeSet;
 
 use super::{READ_BACK_MARGIN_MS, Replayer, SETTLE_AFTER_REPLACE};
 use crate::sink::spool::format::SpooledRecord;
-use crate::sink::spool::store::Fate;
+use crate::sink::spool::store::{Fate, now_ms};
 use crate::sink::spool::wedge;
+use crate::sink::watermark;
 
 impl Replayer {
     /// Replaces the producer when the watchdog finds it wedged; everything
@@ -26,12 +27,47 @@ impl Replayer {
                     "Spool replay: records before this sequence number are checked against Kafka before they are sent again"
                 );
                 self.check_below = Some(self.check_below.map_or(below, |b| b.max(below)));
+                self.replaced_at_ms = now_ms();
                 self.stored = None;
                 self.watchdog.progressed();
                 tokio::time::sleep(SETTLE_AFTER_REPLACE).await;
             }
             Err(error) => tracing::warn!(%error, "Cannot replace the wedged Kafka producer; retrying"),
         }
+    }
+
+    /// Whether `send` holds records whose first send nobody saw answered
+    /// (left in flight by a previous process, or handed to a producer
+    /// replaced as wedged) that a read-back cannot see yet: their leader may
+    /// have appended them while a follower had just died, and they stay
+    /// above the high watermark until it leaves the ISR (`sink::watermark`).
+    /// Replay waits (requests keep spooling behind, so order holds) rather
+    /// than re-send what Kafka is about to show.
+    pub(super) fn settling(&mut self, send: &[SpooledRecord]) -> Result<bool, String> {
+        let risky: Vec<&SpooledRecord> = send.iter().filter(|r| self.at_risk(r)).collect();
+        // A record's first send began before it was spooled (a previous
+        // process's) or before its producer was replaced.
+        let sent_by = |r: &SpooledRecord| {
+            if self.check_below.is_some_and(|below| r.seq < below) { self.replaced_at_ms } else { r.appended_at_ms }
+        };
+        let Some(last) = risky.iter().map(|r| sent_by(r)).max() else { return Ok(false) };
+        let until = match self.settle {
+            Some((covered, until)) if covered >= last => until,
+            _ => {
+                let topics: BTreeSet<String> = risky.iter().map(|r| r.topic.clone()).collect();
+                let until = watermark::visible_from(wedge::replicated(self.kafka.client_config(), &topics)?, last);
+                let wait_ms = until.saturating_sub(now_ms());
+                if wait_ms > 0 {
+                    tracing::info!(
+                        wait_ms,
+                        "Spool replay: records whose first send was never answered are read back from Kafka once no follower can hold them above the high watermark; requests keep spooling meanwhile"
+                    );
+                }
+                self.settle = Some((last, until));
+                until
+            }
+        };
+        Ok(now_ms() < until)
     }
 
     /// After a producer was replaced as wedged: drops from `send` (marking

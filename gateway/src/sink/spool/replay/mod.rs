@@ -84,6 +84,12 @@ pub struct Replayer {
     acked_at: Option<std::time::Instant>,
     /// Rounds in a row that could not read the disk.
     read_failures: u32,
+    /// Records whose first send was never answered are read back only
+    /// from this time (Unix ms), computed for those sent up to the first
+    /// value (`check::settling`).
+    settle: Option<(u64, u64)>,
+    /// When the producer was last replaced as wedged (Unix ms).
+    replaced_at_ms: u64,
 }
 
 impl Replayer {
@@ -105,6 +111,8 @@ impl Replayer {
             closing_since: None,
             acked_at: None,
             read_failures: 0,
+            settle: None,
+            replaced_at_ms: 0,
         }
     }
 
@@ -168,6 +176,9 @@ impl Replayer {
         if processed == 0 {
             // Waiting for a first send's fate: stalled if that never comes.
             self.check_wedged().await;
+            return Ok(false);
+        }
+        if self.settling(&send)? {
             return Ok(false);
         }
         let send = self.skip_stored(send)?;
