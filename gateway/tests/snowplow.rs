@@ -18,6 +18,7 @@ mod support;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use gateway::privacy::IpPolicy;
 use serde_json::{Value, json};
 use support::TestGateway;
 
@@ -299,7 +300,7 @@ async fn an_unreadable_event_is_dead_lettered_as_sent_and_the_others_stored() {
 }
 
 #[actix_web::test]
-async fn an_unreadable_get_is_dead_lettered_as_its_query_and_answered_a_gif() {
+async fn an_unreadable_get_is_dead_lettered_as_its_fields_and_answered_a_gif() {
     let gw = TestGateway::start().await;
     let query = format!("e=pv&eid=g-bad&aid={APP}&cx=eyJ");
     let response = reqwest::get(format!("{}/i?{query}", gw.url)).await.expect("send");
@@ -311,7 +312,7 @@ async fn an_unreadable_get_is_dead_lettered_as_its_query_and_answered_a_gif() {
     assert_eq!(records[0].topic, "eventgw.dead-letter");
     let letter: Value = serde_json::from_slice(&records[0].payload).expect("a JSON dead letter");
     assert!(letter["message"].as_str().is_some_and(|m| m.contains("`data[0].cx` is not base64")), "{letter}");
-    assert_eq!(letter["event"], query.as_str(), "the query as sent");
+    assert_eq!(letter["event"], json!({"e": "pv", "eid": "g-bad", "aid": APP, "cx": "eyJ"}), "the query's fields");
 }
 
 /// Until `eventgw-catalog check` reads the mappings: every catalog event the
@@ -324,6 +325,38 @@ async fn the_shipped_mapping_names_only_catalog_events() {
     for (key, rule) in &mapping.events {
         if let Some(event) = &rule.event {
             assert!(gw.state.catalog.event(event).is_some(), "`{key}` maps to `{event}`, not in the catalog");
+        }
+    }
+}
+
+/// The dead letter of an unreadable event holds no more than the domain
+/// topic may: the tracker's top-level `ip` meets the source's IP policy,
+/// for a `POST` and for a `GET /i` (the raw event is still kept, so it can
+/// be recovered).
+#[actix_web::test]
+async fn an_unreadable_events_ip_meets_the_sources_policy_in_its_dead_letter() {
+    for (policy, want) in [(IpPolicy::Truncate, Some("203.0.113.0")), (IpPolicy::Drop, None)] {
+        let gw = TestGateway::start_with(|config| {
+            for source in &mut config.sources {
+                source.privacy.ip = policy;
+            }
+        })
+        .await;
+        let bad = json!({"e": "pv", "eid": "ip-bad", "aid": APP, "ip": "203.0.113.77", "uid": "u-1", "cx": "eyJ"});
+        let (status, _, answer) = post(&gw, body(vec![bad]), None).await;
+        assert_eq!(status, 200, "{answer}");
+        let query = format!("e=pv&eid=g-ip&aid={APP}&ip=203.0.113.77&cx=eyJ");
+        let response = reqwest::get(format!("{}/i?{query}", gw.url)).await.expect("send");
+        assert_eq!(response.status().as_u16(), 200);
+        let records = gw.sink.records();
+        assert_eq!(records.len(), 2, "{policy:?}: two dead letters");
+        for record in &records {
+            assert_eq!(record.topic, "eventgw.dead-letter");
+            let letter: Value = serde_json::from_slice(&record.payload).expect("a JSON dead letter");
+            assert_eq!(letter["reason"], "undecodable_event");
+            assert_eq!(letter["event"].get("ip").and_then(Value::as_str), want, "{policy:?}: {letter}");
+            assert!(!String::from_utf8_lossy(&record.payload).contains("203.0.113.77"), "{policy:?}: {letter}");
+            assert_eq!(letter["event"]["cx"], "eyJ", "{policy:?}: the rest as sent");
         }
     }
 }

@@ -54,3 +54,18 @@ test('an invalid event is flagged with the offending field', async () => {
   const paths = await page.$$eval('#check-result li code', (cs) => cs.map((c) => c.textContent));
   assert.ok(paths.includes('/properties/total'), paths.join());
 });
+
+test('the tracker mappings are shown: a section per protocol and each event\'s tracker events', async () => {
+  const protocols = await page.$$eval('#mappings article.mapping', (as) => as.map((a) => a.dataset.protocol));
+  assert.deepEqual([...protocols].sort(), ['ga4', 'posthog', 'snowplow'], protocols.join());
+  assert.ok(await page.isVisible('#mappings'), 'the section is laid out, not hidden');
+  for (const protocol of protocols) {
+    const rows = await page.$$eval(`#mapping-${protocol} tbody tr`, (rs) => rs.length);
+    assert.ok(rows > 0, `${protocol}: its rules are listed`);
+  }
+  const mapped = await page.textContent('article.event[data-event="Order Completed"] dd.mapped');
+  assert.match(mapped, /GA4 purchase/, mapped);
+  const clicked = await page.textContent('article.event[data-event="Link Clicked"] dd.mapped');
+  assert.match(clicked, /GA4 click/, clicked);
+  assert.match(clicked, /Snowplow/, clicked);
+});

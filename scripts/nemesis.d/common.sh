@@ -47,7 +47,14 @@ nemesis_prepare() {
     [ -x "$NEMESIS_TEST_BIN" ] || NEMESIS_TEST_BIN="${NEMESIS_TEST_BIN#"$REPO_ROOT/"}"
     # libfaketime 0.9.10 (Debian bookworm) makes the gateway segfault at start-up (seen: exit 139 on
     # `gateway check-config`); the clock step is on only where the gateway runs under it.
-    local gw="${EVENTGW_GATEWAY_BIN:-$REPO_ROOT/target/debug/gateway}" clock="$out/clock-probe"
+    # The gateway runs from a copy, as in scripts/faults: a build during a
+    # long run must not swap the binary a restarted gateway starts.
+    if [ -z "${EVENTGW_GATEWAY_BIN:-}" ]; then
+        mkdir -p "$out/bin"
+        cp "$REPO_ROOT/target/debug/gateway" "$out/bin/gateway"
+        export EVENTGW_GATEWAY_BIN="$out/bin/gateway"
+    fi
+    local gw="$EVENTGW_GATEWAY_BIN" clock="$out/clock-probe"
     echo "+0" >"$clock"
     if [ ! -f "$NEMESIS_FAKETIME" ]; then
         log "no libfaketime: the clock-step fault is off"; NEMESIS_FAKETIME=""

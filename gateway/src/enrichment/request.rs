@@ -296,25 +296,38 @@ impl<'a> EdgeRequest<'a> {
         let name = event_name(event);
         let personal = self.settings.privacy.personal_data
             && name.is_some_and(|n| self.catalog.event(n).is_some_and(|e| !e.personal().is_empty()));
-        let ip = self.settings.privacy.ip != IpPolicy::Keep && event.pointer("/context/ip").is_some();
+        // A tracker's event its decoder could not read keeps the tracker's
+        // shape: Snowplow's client-reported address is a top-level `ip`.
+        let ip = self.settings.privacy.ip != IpPolicy::Keep
+            && (event.pointer("/context/ip").is_some() || event.get("ip").is_some());
         if !personal && !ip {
             return Cow::Borrowed(event);
         }
         let mut copy = event.clone();
         if let Some(map) = copy.as_object_mut() {
-            if let Some(Value::Object(context)) = map.get_mut("context") {
-                match context.get("ip").and_then(Value::as_str).and_then(|s| s.parse::<IpAddr>().ok()) {
-                    Some(ip) => self.apply_ip_policy(context, ip),
-                    None => {
-                        context.remove("ip");
-                    }
+            if ip {
+                if let Some(Value::Object(context)) = map.get_mut("context") {
+                    self.scrub_ip(context);
                 }
+                self.scrub_ip(map);
             }
             if let Some(name) = name {
                 self.personal_data(name, map, None);
             }
         }
         Cow::Owned(copy)
+    }
+
+    /// The source's IP policy applied to `map`'s `ip`; one that is not an
+    /// address is removed (it cannot be anonymised).
+    fn scrub_ip(&self, map: &mut Map<String, Value>) {
+        match map.get("ip").map(|ip| ip.as_str().and_then(|s| s.parse::<IpAddr>().ok())) {
+            None => {}
+            Some(Some(ip)) => self.apply_ip_policy(map, ip),
+            Some(None) => {
+                map.remove("ip");
+            }
+        }
     }
 
     /// Adds what was counted to `metrics`, once per label set.

@@ -93,9 +93,11 @@ pub fn decode_get(query: &str, limits: &LimitsConfig, mapping: &TrackerMapping) 
     for (key, value) in pairs {
         event.entry(key).or_insert(Value::String(value));
     }
-    // Kept as sent (the query's text) should the event be unreadable.
-    let (query, mut event) = (Value::String(query.to_owned()), Some(event));
-    decode_events(vec![query], limits, mapping, |_, _| Ok(event.take().unwrap_or_default()))
+    // Kept as sent (its fields, as a POST's event is) should it be
+    // unreadable: an object, so the dead letter's privacy handling finds
+    // the tracker's `ip` as in a POST.
+    let (sent, mut event) = (Value::Object(event.clone()), Some(event));
+    decode_events(vec![sent], limits, mapping, |_, _| Ok(event.take().unwrap_or_default()))
 }
 
 /// Each event as a canonical call, by `fields` then [`canonical`]. An event

@@ -232,11 +232,15 @@ fn an_unreadable_event_names_its_source_only_by_a_readable_app_id() {
 }
 
 #[test]
-fn an_unreadable_get_is_kept_as_its_query() {
-    let query = "e=pv&aid=demo-web&cx=eyJ";
+fn an_unreadable_get_is_kept_as_its_fields() {
+    let query = "e=pv&aid=demo-web&cx=eyJ&e=se";
     let decoded = decode_get(query, &LimitsConfig::default(), &mapping()).expect("taken");
     assert_eq!(decoded.app_ids, ["demo-web"]);
-    assert_eq!(decoded.batch.events, [Value::String(query.into())]);
+    assert_eq!(
+        decoded.batch.events,
+        [json!({"e": "pv", "aid": "demo-web", "cx": "eyJ"})],
+        "the first of a repeated field"
+    );
     let reason = &decoded.batch.undecodable[0].reason;
     assert!(reason.contains("`data[0].cx` is not base64"), "{reason}");
 }

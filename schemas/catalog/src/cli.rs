@@ -26,8 +26,9 @@ pub struct Report {
 
 /// `schemas check [DIR]`: every version against the previous one under its
 /// event's mode, then the whole catalog compiled as the gateway would, then
-/// the mapping files of the other trackers against it ([`mapping::check`]).
-pub fn schemas_check(dir: &Path) -> anyhow::Result<Report> {
+/// the mapping files of the other trackers against it ([`mapping::check`])
+/// and, given `mappings_base`, against that earlier copy ([`mapping::base`]).
+pub fn schemas_check(dir: &Path, mappings_base: Option<&Path>) -> anyhow::Result<Report> {
     let sources = load_sources(dir)?;
     let mut text = String::new();
     let mut ok = true;
@@ -55,7 +56,18 @@ pub fn schemas_check(dir: &Path) -> anyhow::Result<Report> {
             None
         }
     };
-    let mappings = mapping::check::check_dir(catalog.as_ref(), &dir.join(mapping::MAPPINGS_DIR));
+    let mappings_dir = dir.join(mapping::MAPPINGS_DIR);
+    let mut mappings = mapping::check::check_dir(catalog.as_ref(), &mappings_dir);
+    if let Some(base) = mappings_base {
+        anyhow::ensure!(base.is_dir(), "the base mappings directory {} does not exist", base.display());
+        let old = mapping::load_dir(base).map_err(|r| {
+            anyhow::anyhow!("the base mappings cannot be read: {} {} {}: {}", r.code, r.file, r.key, r.problem)
+        })?;
+        match mapping::load_dir(&mappings_dir) {
+            Ok(now) => mappings.findings.extend(mapping::base::compare(&old, &now, &mappings_dir)),
+            Err(_) => text.push_str("mappings not compared with the base: they do not load (below)\n"),
+        }
+    }
     for finding in &mappings.findings {
         let label = if finding.severity == Severity::Error { "FAIL" } else { "warn" };
         text.push_str(&format!("{label}  {finding}\n"));

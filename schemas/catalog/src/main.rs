@@ -60,6 +60,11 @@ enum Schemas {
         /// The catalog directory.
         #[arg(default_value = "schemas", value_name = "DIR")]
         dir: PathBuf,
+        /// An earlier copy of the mapping files (e.g. the main branch's
+        /// `schemas/mappings` from `git worktree add`): a rule removed or
+        /// pointed at another catalog event fails the check.
+        #[arg(long, value_name = "BASE_DIR")]
+        mappings_base: Option<PathBuf>,
     },
     /// Explain what breaks between two versions; fails when MODE is broken.
     Diff {
@@ -131,7 +136,7 @@ fn main() {
 
 fn run(command: Command) -> anyhow::Result<Report> {
     match command {
-        Command::Schemas(Schemas::Check { dir }) => cli::schemas_check(&dir),
+        Command::Schemas(Schemas::Check { dir, mappings_base }) => cli::schemas_check(&dir, mappings_base.as_deref()),
         Command::Schemas(Schemas::Diff { old, new, mode }) => cli::schemas_diff(&old, &new, mode.into()),
         Command::Schemas(Schemas::Docs { dir, out, wasm }) => {
             let wasm = wasm.unwrap_or_else(|| dir.join(eventgw_catalog::site::WASM_PKG));

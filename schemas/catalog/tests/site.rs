@@ -195,3 +195,50 @@ fn copy_tree(from: &Path, to: &Path) {
         if path.is_dir() { copy_tree(&path, &target) } else { std::fs::copy(&path, &target).map(drop).expect("copy") }
     }
 }
+
+/// `schemas check --mappings-base`: the shipped mappings against
+/// themselves pass; a copy whose GA4 `purchase` rule is removed and whose
+/// `click` points elsewhere fails with both rules named; a base that
+/// cannot be read is an error, not a pass.
+#[test]
+fn schemas_check_compares_the_mappings_with_a_base() {
+    let root = std::env::temp_dir().join(format!("eventgw-mapping-base-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    for entry in std::fs::read_dir(schemas_dir()).expect("read_dir").filter_map(Result::ok) {
+        let path = entry.path();
+        if path.join("catalog.toml").is_file() || path.ends_with("mappings") {
+            copy_tree(&path, &root.join(entry.file_name()));
+        }
+    }
+    let base = schemas_dir().join("mappings").display().to_string();
+    let tool = env!("CARGO_BIN_EXE_eventgw-catalog");
+    let check = |base: &str| {
+        let out = Command::new(tool)
+            .args(["schemas", "check", &root.display().to_string(), "--mappings-base", base])
+            .output()
+            .expect("run");
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr))
+    };
+    let (code, text) = check(&base);
+    assert_eq!(code, Some(0), "unchanged mappings pass: {text}");
+    let shipped = std::fs::read_to_string(schemas_dir().join("mappings/ga4.toml")).expect("read");
+    let changed = shipped
+        .replace("[events.purchase]\nevent = \"Order Completed\"", "[events.refund]\nevent = \"Order Completed\"")
+        .replace("[events.click]\nevent = \"Link Clicked\"", "[events.click]\nevent = \"Form Submitted\"");
+    assert_ne!(changed, shipped, "the shipped ga4.toml has the rules this test changes");
+    std::fs::write(root.join("mappings/ga4.toml"), changed).expect("write");
+    let (code, text) = check(&base);
+    assert_eq!(code, Some(1), "{text}");
+    let file = root.join("mappings/ga4.toml").display().to_string();
+    for line in [
+        format!("FAIL  mapping_rule_removed {file} events.\"purchase\": the base maps it to `Order Completed`"),
+        format!(
+            "FAIL  mapping_rule_repointed {file} events.\"click\": the base maps it to `Link Clicked`, now `Form Submitted`"
+        ),
+    ] {
+        assert!(text.contains(line.as_str()), "lacks {line}: {text}");
+    }
+    let (code, text) = check(&root.join("no-such-dir").display().to_string());
+    assert_ne!(code, Some(0), "a base that cannot be read fails: {text}");
+    let _ = std::fs::remove_dir_all(&root);
+}

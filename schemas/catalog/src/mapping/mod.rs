@@ -17,6 +17,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+pub mod base;
 pub mod check;
 
 /// The directory under the catalog that holds the mapping files.
