@@ -88,6 +88,7 @@ async fn command_for(command: Command, config: Config) -> anyhow::Result<()> {
     match command {
         Command::CheckConfig => {
             config.server.tls.as_ref().map(CertificateStore::load).transpose()?;
+            gateway::api::routes::check_aliases(&config.server.path_aliases).map_err(anyhow::Error::msg)?;
             let state = AppState::with_kafka(config)?;
             println!("configuration and catalog are valid: {} events", state.catalog.events().len());
             Ok(())

@@ -41,6 +41,7 @@ pub fn serve_with_tls(
     tls: Option<Arc<CertificateStore>>,
 ) -> std::io::Result<Server> {
     let s = &state.config.server;
+    api::routes::check_aliases(&s.path_aliases).map_err(std::io::Error::other)?;
     let workers = match s.workers {
         0 => std::thread::available_parallelism().map_or(2, usize::from),
         n => n,
@@ -127,6 +128,19 @@ pub async fn drain(state: &AppState, server: &ServerHandle, skip: impl std::futu
 
 /// Answers CORS preflights, grants CORS per source on answers, and counts
 /// requests by endpoint, status and error code.
+/// Serves `req` as a request to `target` (`server.path_aliases`), before
+/// routing, so everything after sees the target path; the query is kept.
+fn alias(req: &mut ServiceRequest, target: &str) {
+    let uri = match req.uri().query() {
+        Some(query) => format!("{target}?{query}"),
+        None => target.to_owned(),
+    };
+    if let Ok(uri) = uri.parse::<actix_web::http::Uri>() {
+        req.match_info_mut().get_mut().update(&uri);
+        req.head_mut().uri = uri;
+    }
+}
+
 fn edge<S>(
     req: ServiceRequest,
     service: &S,
@@ -138,6 +152,10 @@ where
     let Some(state) = req.app_data::<web::Data<AppState>>().cloned() else {
         return service.call(req).boxed_local();
     };
+    let mut req = req;
+    if let Some(target) = state.config.server.path_aliases.get(req.path()) {
+        alias(&mut req, target);
+    }
     let origin = req.headers().get(header::ORIGIN).cloned();
     let endpoint = api::routes::label(req.path()).unwrap_or("other");
     let credentialed = api::routes::credentialed(req.path());

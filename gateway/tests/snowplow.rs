@@ -360,3 +360,58 @@ async fn an_unreadable_events_ip_meets_the_sources_policy_in_its_dead_letter() {
         }
     }
 }
+
+/// A tracker configured with a custom `postPath` (and a custom GET path)
+/// reaches the gateway through `server.path_aliases`: the request is served
+/// exactly as on Snowplow's own path, its CORS preflight included; a path
+/// that is no alias is still `404`.
+#[actix_web::test]
+async fn a_custom_post_path_is_served_as_tp2_through_an_alias() {
+    let gw = TestGateway::start_with(|config| {
+        config.server.path_aliases.insert("/com.acme/track".into(), TP2.into());
+        config.server.path_aliases.insert("/com.acme/i".into(), "/i".into());
+    })
+    .await;
+    let client = reqwest::Client::new();
+    let answer = client
+        .post(format!("{}/com.acme/track", gw.url))
+        .header("content-type", "application/json; charset=UTF-8")
+        .body(body(vec![page_view("alias-1")]))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(answer.status().as_u16(), 200);
+    let response =
+        reqwest::get(format!("{}/com.acme/i?e=pv&eid=alias-2&aid={APP}&url=https%3A%2F%2Fshop.example%2F", gw.url))
+            .await
+            .expect("send");
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(response.headers()["content-type"], "image/gif");
+    let records = gw.sink.records();
+    let ids: Vec<Option<&str>> = records.iter().map(|r| header(r, "event-id")).collect();
+    assert_eq!(ids, [Some("alias-1"), Some("alias-2")], "both stored as Snowplow events");
+    assert!(records.iter().all(|r| header(r, "protocol") == Some("snowplow")));
+    let preflight = client
+        .request(reqwest::Method::OPTIONS, format!("{}/com.acme/track", gw.url))
+        .header("origin", "http://localhost:3000")
+        .header("access-control-request-method", "POST")
+        .send()
+        .await
+        .expect("preflight");
+    let direct = client
+        .request(reqwest::Method::OPTIONS, format!("{}{TP2}", gw.url))
+        .header("origin", "http://localhost:3000")
+        .header("access-control-request-method", "POST")
+        .send()
+        .await
+        .expect("preflight");
+    assert_eq!(preflight.status(), direct.status(), "the alias's preflight is tp2's");
+    assert!(preflight.status().is_success(), "an allowed origin: {}", preflight.status());
+    assert_eq!(
+        preflight.headers().get("access-control-allow-credentials"),
+        direct.headers().get("access-control-allow-credentials")
+    );
+    assert_eq!(preflight.headers()["access-control-allow-credentials"], "true");
+    let elsewhere = client.post(format!("{}/com.acme/other", gw.url)).body("{}").send().await.expect("send");
+    assert_eq!(elsewhere.status().as_u16(), 404, "only the configured alias");
+}

@@ -160,9 +160,68 @@ pub fn credentialed(path: &str) -> bool {
     matches!(label(path), Some("/snowplow/tp2" | "/snowplow/i"))
 }
 
+/// Checks `server.path_aliases`: each alias is a path of its own (not one
+/// the gateway serves, no query), and each target is an ingestion path the
+/// gateway serves (a tracker's, Segment's or the pixel's).
+pub fn check_aliases(aliases: &std::collections::BTreeMap<String, String>) -> Result<(), String> {
+    for (alias, target) in aliases {
+        let problem = if !alias.starts_with('/') || alias.contains(['?', '#', '{', '}']) || alias.len() < 2 {
+            Some("the alias must be a plain path starting with `/`".to_owned())
+        } else if let Some(served) = label(alias) {
+            Some(format!("the gateway already serves it (as {served})"))
+        } else {
+            match label(target) {
+                Some(label) if INGESTION.contains(&label) && !target.contains('{') => None,
+                _ => Some(format!(
+                    "`{target}` is not an ingestion path of the gateway (one of {})",
+                    INGESTION.join(", ")
+                )),
+            }
+        };
+        if let Some(problem) = problem {
+            return Err(format!("server.path_aliases: `{alias}`: {problem}"));
+        }
+    }
+    Ok(())
+}
+
+/// The endpoints (by metric label) a path alias may stand for.
+const INGESTION: [&str; 12] = [
+    "/v1/batch",
+    "/beacon/v1/batch",
+    "/v1/pixel.gif",
+    "/v1/track",
+    "/v1/page",
+    "/v1/screen",
+    "/v1/identify",
+    "/v1/group",
+    "/posthog/capture",
+    "/ga4/collect",
+    "/snowplow/tp2",
+    "/snowplow/i",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_alias_must_be_new_and_stand_for_an_ingestion_path() {
+        let check = |alias: &str, target: &str| check_aliases(&[(alias.to_owned(), target.to_owned())].into());
+        assert_eq!(check("/com.acme/track", "/com.snowplowanalytics.snowplow/tp2"), Ok(()));
+        assert_eq!(check("/com.acme/i", "/i"), Ok(()));
+        for (alias, target, says) in [
+            ("com.acme/track", "/i", "plain path"),
+            ("/t?x=1", "/i", "plain path"),
+            ("/v1/batch", "/i", "already serves it"),
+            ("/com.acme/track", "/metrics", "not an ingestion path"),
+            ("/com.acme/track", "/nowhere", "not an ingestion path"),
+            ("/com.acme/track", "/v1/projects/{write_key}/settings", "not an ingestion path"),
+        ] {
+            let error = check(alias, target).expect_err(alias);
+            assert!(error.starts_with("server.path_aliases: ") && error.contains(says), "{alias} -> {target}: {error}");
+        }
+    }
 
     #[test]
     fn every_spelling_of_an_endpoint_has_its_one_label() {

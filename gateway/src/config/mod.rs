@@ -167,6 +167,13 @@ pub struct ServerConfig {
     /// SDKs back to. Unset, the request's own `Host` (and scheme) is used.
     #[serde(default)]
     pub public_host: Option<String>,
+    /// Other paths a tracker is configured to send to, each served as one
+    /// of the gateway's own (`"/com.acme/track" =
+    /// "/com.snowplowanalytics.snowplow/tp2"`, a Snowplow tracker's custom
+    /// `postPath`): the request is handled, counted and answered exactly as
+    /// on the target path. Checked at start-up (`api::routes::check_aliases`).
+    #[serde(default)]
+    pub path_aliases: std::collections::BTreeMap<String, String>,
     /// When set, the listener speaks HTTPS only, with this certificate.
     #[serde(default)]
     pub tls: Option<TlsConfig>,
