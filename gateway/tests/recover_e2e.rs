@@ -240,6 +240,7 @@ async fn a_replay_killed_half_way_and_rerun_stores_every_event_once() {
     let skipped = count_after(&rerun, "skipped as already recovered ");
     assert!(skipped >= after_kill, "{rerun}");
     assert_eq!(count_after(&rerun, ", recovered ") + skipped, ids.len(), "{rerun}");
+    eprintln!("killed after {killed_at} seen, {after_kill} stored; rerun: {}", rerun.trim());
     let stored = counts(&setup.stored());
     assert!(ids.iter().all(|id| stored.get(id) == Some(&1)), "every event exactly once: {stored:?}");
     assert_eq!(stored.len(), ids.len());

@@ -227,6 +227,12 @@ pub fn read_letters(kafka: &KafkaConfig, range: TimeRange) -> Result<Vec<Letter>
     let spans = spans(&consumer, topic, range.from_ms, Some(range.to_ms))?;
     let mut letters = Vec::new();
     read(&consumer, topic, spans, |m| {
+        let timestamp_ms = m.timestamp().to_millis().unwrap_or_default();
+        // Exactly once relies on it: a recovered record keeps this
+        // timestamp, and the read-back starts at the range's start.
+        if !range.contains(timestamp_ms) {
+            return;
+        }
         let headers = m.headers().map(|hs| {
             hs.iter()
                 .map(|h| (h.key.to_owned(), String::from_utf8_lossy(h.value.unwrap_or_default()).into_owned()))
@@ -235,7 +241,7 @@ pub fn read_letters(kafka: &KafkaConfig, range: TimeRange) -> Result<Vec<Letter>
         letters.push(Letter {
             partition: m.partition(),
             offset: m.offset(),
-            timestamp_ms: m.timestamp().to_millis().unwrap_or_default(),
+            timestamp_ms,
             headers: headers.unwrap_or_default(),
             body: parse_letter(m.payload().unwrap_or_default()),
         });

@@ -19,13 +19,16 @@ use crate::sink::OutRecord;
 /// How long one produce may wait for its acknowledgement.
 const PRODUCE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// A readable dead letter and its envelope.
+type Picked<'a> = (&'a Letter, &'a Envelope);
+
 /// The readable letters `selection` picks, and the summary so far.
 fn select<'a>(
     checker: &Checker,
     selection: &Selection,
     letters: &'a [Letter],
     command: &'static str,
-) -> Result<(Vec<(&'a Letter, &'a Envelope)>, Summary), RecoverError> {
+) -> (Vec<Picked<'a>>, Summary) {
     let mut summary = Summary { command, read: letters.len() as u64, ..Summary::default() };
     let mut picked = Vec::new();
     for letter in letters {
@@ -45,7 +48,7 @@ fn select<'a>(
             summary.filtered_out += 1;
         }
     }
-    Ok((picked, summary))
+    (picked, summary)
 }
 
 /// The range of `selection`, and the state to check with: refuses a bad
@@ -65,7 +68,7 @@ fn prepare(config: Config, selection: &Selection) -> Result<(TimeRange, Checker)
 pub fn inspect(config: Config, selection: &Selection) -> Result<Option<Summary>, RecoverError> {
     let (range, checker) = prepare(config, selection)?;
     let letters = read_letters(&checker.config().kafka, range)?;
-    let (picked, summary) = select(&checker, selection, &letters, "inspect")?;
+    let (picked, summary) = select(&checker, selection, &letters, "inspect");
     let (mut sources, mut events, mut versions, mut reasons) =
         (Tally::default(), Tally::default(), Tally::default(), Tally::default());
     for (_, envelope) in &picked {
@@ -92,7 +95,7 @@ pub fn replay(
     let kafka = checker.config().kafka.clone();
     let letters = read_letters(&kafka, range)?;
     let command = if dry_run { "replay --dry-run" } else { "replay" };
-    let (picked, mut summary) = select(&checker, selection, &letters, command)?;
+    let (picked, mut summary) = select(&checker, selection, &letters, command);
     let mut passing: Vec<(&Letter, &Envelope, OutRecord)> = Vec::new();
     for (letter, envelope) in picked {
         match checker.check(letter, envelope) {
