@@ -30,16 +30,26 @@ pub struct Summary {
 impl fmt::Display for Summary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let moved = if self.command == "replay --dry-run" { "would recover" } else { "recovered" };
-        write!(
-            f,
-            "{}: read {}, {moved} {}, still failing {}, skipped as already recovered {}, skipped as unreadable {}",
-            self.command,
-            self.read,
-            self.recovered,
-            self.still_failing,
-            self.already_recovered,
-            self.unreadable.len()
-        )?;
+        if self.command == "inspect" {
+            let counted = self.read - self.filtered_out - self.unreadable.len() as u64;
+            write!(
+                f,
+                "inspect: read {}, counted {counted}, skipped as unreadable {}",
+                self.read,
+                self.unreadable.len()
+            )?;
+        } else {
+            write!(
+                f,
+                "{}: read {}, {moved} {}, still failing {}, skipped as already recovered {}, skipped as unreadable {}",
+                self.command,
+                self.read,
+                self.recovered,
+                self.still_failing,
+                self.already_recovered,
+                self.unreadable.len()
+            )?;
+        }
         if self.filtered_out > 0 {
             write!(f, ", filtered out {}", self.filtered_out)?;
         }
@@ -121,7 +131,9 @@ mod tests {
             "replay: read 5, recovered 2, still failing 1, skipped as already recovered 1, skipped as unreadable 1 \
              (eventgw.dead-letter/0/7 not_json)"
         );
-        let dry = Summary { command: "replay --dry-run", ..summary };
+        let dry = Summary { command: "replay --dry-run", ..summary.clone() };
         assert!(dry.to_string().contains("would recover 2"), "{dry}");
+        let inspect = Summary { command: "inspect", read: 5, filtered_out: 1, ..summary };
+        assert!(inspect.to_string().starts_with("inspect: read 5, counted 3, skipped as unreadable 1, filtered out 1"));
     }
 }
