@@ -21,6 +21,7 @@ pub mod outcome;
 pub mod pipeline;
 pub mod privacy;
 pub mod quota;
+pub mod recover;
 pub mod registry;
 pub mod run;
 pub mod server;

@@ -1,4 +1,4 @@
-//! `gateway [serve|topics|check-config|healthcheck|spool|keys] [--config FILE]`: reads the
+//! `gateway [serve|topics|check-config|healthcheck|spool|keys|dead-letter] [--config FILE]`: reads the
 //! arguments and the configuration, sets up logging, binds the listener
 //! and hands over to [`gateway::run`].
 
@@ -58,6 +58,9 @@ enum Command {
     /// Rotate, erase with or decrypt with the user keys of `encrypt` fields.
     #[command(subcommand)]
     Keys(gateway::privacy::keys_cli::KeysCommand),
+    /// Inspect the dead-letter topic, or replay what the current catalog now accepts (docs/recovery.md).
+    #[command(subcommand)]
+    DeadLetter(gateway::recover::DeadLetterCommand),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -76,6 +79,9 @@ fn main() -> anyhow::Result<()> {
     }
     if let Command::Keys(keys) = command {
         return gateway::privacy::keys_cli::main(keys, &config);
+    }
+    if let Command::DeadLetter(dead_letter) = command {
+        return gateway::recover::main(dead_letter, config);
     }
     if let Command::Healthcheck = command {
         return healthcheck(config.server.listen, config.server.tls.is_some());
@@ -99,7 +105,7 @@ async fn command_for(command: Command, config: Config) -> anyhow::Result<()> {
             println!("created {} topic(s): {}", created.len(), created.join(", "));
             Ok(())
         }
-        Command::Serve | Command::Spool(_) | Command::Keys(_) | Command::Healthcheck => {
+        Command::Serve | Command::Spool(_) | Command::Keys(_) | Command::DeadLetter(_) | Command::Healthcheck => {
             let listen = config.server.listen;
             let listener = TcpListener::bind(listen).with_context(|| format!("cannot listen on {listen}"))?;
             let signals = gateway::run::os_signals().context("cannot listen for signals")?;

@@ -67,3 +67,27 @@ fn check_config_and_spool_status_take_the_config_before_or_after_the_command() {
     assert!(out.status.success(), "{}", text(&out));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn dead_letter_refuses_bad_ranges_and_unknown_sources_with_their_codes() {
+    let config = dev_config();
+    for (args, code) in [
+        (vec!["--from", "1h", "--to", "2h"], "empty_range"),
+        (vec!["--from", "1h", "--to", "1h"], "empty_range"),
+        (vec!["--from", "yesterday"], "invalid_time"),
+        (vec!["--source", "no-such-source"], "unknown_source"),
+    ] {
+        for command in ["inspect", "replay"] {
+            let mut all = vec!["--config", config.as_str(), "dead-letter", command];
+            all.extend(&args);
+            // A broker nobody runs: each refusal comes before Kafka is asked.
+            let out = gateway(&all, &[("EVENTGW__KAFKA__BROKERS", "127.0.0.1:1")]);
+            assert_eq!(out.status.code(), Some(1), "{all:?}: {}", text(&out));
+            assert!(text(&out).contains(code), "{all:?}: `{code}` in {}", text(&out));
+        }
+    }
+    let help = text(&gateway(&["dead-letter", "replay", "--help"], &[]));
+    for flag in ["--from", "--to", "--source", "--event", "--reason", "--dry-run"] {
+        assert!(help.contains(flag), "{flag} in {help}");
+    }
+}

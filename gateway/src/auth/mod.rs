@@ -158,6 +158,12 @@ impl AuthState {
         })
     }
 
+    /// The configured source named `id` (`gateway dead-letter replay`
+    /// re-validates each dead-lettered event with its source's settings).
+    pub fn source(&self, id: &str) -> Option<Arc<Source>> {
+        self.by_id.get(id).cloned()
+    }
+
     /// The source a write key belongs to. The lookup is by hash, and the
     /// final comparison is constant-time, so timing reveals nothing of a key.
     pub fn by_write_key(&self, write_key: &str) -> Result<Principal, AuthError> {

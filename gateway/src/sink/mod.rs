@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use futures::future::{BoxFuture, FutureExt};
 
-pub use kafka::KafkaSink;
+pub use kafka::{KafkaSink, producer_config};
 pub use kafka_probe::{PROBE_INTERVAL, PROBE_TIMEOUT, ProbeCounts};
 pub use memory::MemorySink;
 pub use spool::{SpoolSink, SpoolStatus};

@@ -38,8 +38,9 @@ const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
 /// A read-back gives up (and is retried next round) after this long.
 const READ_BACK_LIMIT: Duration = Duration::from_secs(60);
 
-/// Producer-only settings left out of the read-back consumer's configuration.
-const PRODUCER_ONLY: &[&str] = &[
+/// Producer-only settings left out of a read-back consumer's configuration
+/// (also `gateway dead-letter`'s, which reads the same cluster the same way).
+pub const PRODUCER_ONLY: &[&str] = &[
     "acks",
     "request.required.acks",
     "enable.idempotence",
