@@ -1,0 +1,53 @@
+//! Which events a viewer wants, from the stream's query string
+//! (`source`, `status`, `event`, `user`): the source picks the channel,
+//! the rest are checked per event on the viewer's own task.
+
+use serde::Deserialize;
+
+use super::LiveEvent;
+
+/// The query of `/live/stream`, as sent.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default)]
+pub struct Filter {
+    /// One source id; empty or absent: every source.
+    pub source: Option<String>,
+    /// Status words, comma-separated (`invalid,rejected`); empty: any.
+    pub status: Option<String>,
+    /// The exact event name of a `track`.
+    pub event: Option<String>,
+    /// The exact `userId` or `anonymousId` as stored.
+    pub user: Option<String>,
+}
+
+/// `Some(text)` unless it is empty.
+fn given(text: &Option<String>) -> Option<&str> {
+    text.as_deref().map(str::trim).filter(|t| !t.is_empty())
+}
+
+impl Filter {
+    /// The one source watched, `None` for all.
+    pub fn source(&self) -> Option<&str> {
+        given(&self.source)
+    }
+
+    /// Whether `event` passes every filter given.
+    pub fn admits(&self, event: &LiveEvent) -> bool {
+        if let Some(statuses) = given(&self.status) {
+            if !statuses.split(',').any(|s| s.trim() == event.status) {
+                return false;
+            }
+        }
+        if let Some(name) = given(&self.event) {
+            if event.event.as_deref() != Some(name) {
+                return false;
+            }
+        }
+        if let Some(user) = given(&self.user) {
+            if event.user_id.as_deref() != Some(user) && event.anonymous_id.as_deref() != Some(user) {
+                return false;
+            }
+        }
+        true
+    }
+}
