@@ -180,7 +180,7 @@ async fn without_the_operator_token_page_and_stream_answer_401() {
 
 #[actix_web::test]
 async fn off_unless_enabled() {
-    let gw = TestGateway::start().await;
+    let gw = TestGateway::start_with(|c| c.live.enabled = false).await;
     let answer = reqwest::get(format!("{}/live/stream", gw.url)).await.expect("answer");
     assert_eq!(answer.status(), 404);
     send(&gw, json!({"batch": [{"type": "track", "event": "Page Viewed", "userId": "u"}]})).await;
