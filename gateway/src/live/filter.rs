@@ -33,21 +33,11 @@ impl Filter {
 
     /// Whether `event` passes every filter given.
     pub fn admits(&self, event: &LiveEvent) -> bool {
-        if let Some(statuses) = given(&self.status) {
-            if !statuses.split(',').any(|s| s.trim() == event.status) {
-                return false;
-            }
-        }
-        if let Some(name) = given(&self.event) {
-            if event.event.as_deref() != Some(name) {
-                return false;
-            }
-        }
-        if let Some(user) = given(&self.user) {
-            if event.user_id.as_deref() != Some(user) && event.anonymous_id.as_deref() != Some(user) {
-                return false;
-            }
-        }
-        true
+        let status = given(&self.status).is_none_or(|list| list.split(',').any(|s| s.trim() == event.status));
+        let name = given(&self.event).is_none_or(|name| event.event.as_deref() == Some(name));
+        let user = given(&self.user).is_none_or(|user| {
+            event.user_id.as_deref() == Some(user) || event.anonymous_id.as_deref() == Some(user)
+        });
+        status && name && user
     }
 }

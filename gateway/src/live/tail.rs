@@ -65,10 +65,8 @@ pub async fn run(request: TailRequest) -> Result<(), TailError> {
             let line = line.trim_end_matches(['\n', '\r']);
             if let Some(n) = line.strip_prefix("event: ") {
                 name = n.to_owned();
-            } else if let Some(data) = line.strip_prefix("data: ") {
-                if let Some(text) = render(&name, data, colour) {
-                    writeln!(std::io::stdout(), "{text}")?;
-                }
+            } else if let Some(text) = line.strip_prefix("data: ").and_then(|data| render(&name, data, colour)) {
+                writeln!(std::io::stdout(), "{text}")?;
             }
         }
     }
