@@ -35,9 +35,8 @@ impl Filter {
     pub fn admits(&self, event: &LiveEvent) -> bool {
         let status = given(&self.status).is_none_or(|list| list.split(',').any(|s| s.trim() == event.status));
         let name = given(&self.event).is_none_or(|name| event.event.as_deref() == Some(name));
-        let user = given(&self.user).is_none_or(|user| {
-            event.user_id.as_deref() == Some(user) || event.anonymous_id.as_deref() == Some(user)
-        });
+        let user = given(&self.user)
+            .is_none_or(|user| event.user_id.as_deref() == Some(user) || event.anonymous_id.as_deref() == Some(user));
         status && name && user
     }
 }
