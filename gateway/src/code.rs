@@ -78,6 +78,8 @@ pub enum Code {
     TooManyAuthFailures,
     /// A CORS preflight from an origin no source allows.
     OriginNotAllowed,
+    /// The live view without the operator token, or with a wrong one.
+    OperatorUnauthorized,
     /// No such endpoint.
     NotFound,
     /// Another method than the endpoint's.
@@ -155,7 +157,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, requests' first, then events'.
-    pub const ALL: [Self; 70] = [
+    pub const ALL: [Self; 71] = [
         Self::MalformedJson,
         Self::InvalidUtf8,
         Self::InvalidUnicodeEscape,
@@ -190,6 +192,7 @@ impl Code {
         Self::QuotaExceeded,
         Self::TooManyAuthFailures,
         Self::OriginNotAllowed,
+        Self::OperatorUnauthorized,
         Self::NotFound,
         Self::MethodNotAllowed,
         Self::HeadersTooLarge,
@@ -265,6 +268,7 @@ impl Code {
             Self::QuotaExceeded => "quota_exceeded",
             Self::TooManyAuthFailures => "too_many_auth_failures",
             Self::OriginNotAllowed => "origin_not_allowed",
+            Self::OperatorUnauthorized => "operator_unauthorized",
             Self::NotFound => "not_found",
             Self::MethodNotAllowed => "method_not_allowed",
             Self::HeadersTooLarge => "headers_too_large",

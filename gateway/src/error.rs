@@ -85,6 +85,10 @@ pub enum ApiError {
         /// Seconds for `Retry-After`.
         retry_after: u64,
     },
+    /// The live view (`/live/`, `/live/stream`) without the operator
+    /// token, or with another one; the reason says which, never the token.
+    #[error("{0}")]
+    OperatorUnauthorized(&'static str),
     /// No endpoint at this path (also for a CORS preflight).
     #[error("no such endpoint; see docs/api.md for the API")]
     NotFound,
@@ -199,6 +203,7 @@ impl ApiError {
             Self::TooManyStreams { .. } => Code::TooManyStreams,
             Self::KafkaUnavailable { .. } => Code::KafkaUnavailable,
             Self::NotReady(_) => Code::NotReady,
+            Self::OperatorUnauthorized(_) => Code::OperatorUnauthorized,
             Self::NotFound => Code::NotFound,
             Self::MethodNotAllowed(_) => Code::MethodNotAllowed,
             Self::Wire(e) => wire_code(e),
@@ -293,7 +298,8 @@ impl ResponseError for ApiError {
                 | AuthError::Jwt(_),
             )
             | Self::ConflictingWriteKeys(_)
-            | Self::ConflictingAppIds(_) => StatusCode::UNAUTHORIZED,
+            | Self::ConflictingAppIds(_)
+            | Self::OperatorUnauthorized(_) => StatusCode::UNAUTHORIZED,
             Self::KeyNotAllowedInUrl => StatusCode::FORBIDDEN,
             Self::HeadersTooLarge { .. } => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             Self::QuotaExceeded(_) | Self::Auth(AuthError::LockedOut(_)) => StatusCode::TOO_MANY_REQUESTS,

@@ -1,4 +1,4 @@
-//! `gateway [serve|topics|check-config|healthcheck|spool|keys|dead-letter] [--config FILE]`: reads the
+//! `gateway [serve|topics|check-config|healthcheck|spool|keys|dead-letter|tail] [--config FILE]`: reads the
 //! arguments and the configuration, sets up logging, binds the listener
 //! and hands over to [`gateway::run`].
 
@@ -61,6 +61,32 @@ enum Command {
     /// Inspect the dead-letter topic, or replay what the current catalog now accepts (docs/recovery.md).
     #[command(subcommand)]
     DeadLetter(gateway::recover::DeadLetterCommand),
+    /// Print the live events of a running gateway (its `/live/stream`).
+    Tail(TailArgs),
+}
+
+/// `gateway tail`: which gateway, with which operator token, which events.
+#[derive(Debug, Clone, clap::Args)]
+struct TailArgs {
+    /// The gateway's base URL; defaults to the configuration's listener.
+    #[arg(long)]
+    url: Option<String>,
+    /// The operator token (`live.token`); defaults to the configuration's.
+    /// Prefer the environment over the command line, which `ps` shows.
+    #[arg(long, env = "EVENTGW_LIVE_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Only this source's events.
+    #[arg(long)]
+    source: Option<String>,
+    /// Only these statuses, comma-separated (`invalid,rejected`).
+    #[arg(long)]
+    status: Option<String>,
+    /// Only this event name.
+    #[arg(long)]
+    event: Option<String>,
+    /// Only this `userId` or `anonymousId` (as stored).
+    #[arg(long)]
+    user: Option<String>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -71,6 +97,9 @@ fn main() -> anyhow::Result<()> {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,librdkafka=warn".into()),
         )
         .init();
+    if let Some(Command::Tail(args)) = cli.command {
+        return tail(args, cli.config.as_deref());
+    }
     let path = cli.config.context("no configuration: pass --config FILE or set EVENTGW_CONFIG (see --help)")?;
     let config = Config::load(&path)?;
     let command = cli.command.unwrap_or(Command::Serve);
@@ -105,13 +134,38 @@ async fn command_for(command: Command, config: Config) -> anyhow::Result<()> {
             println!("created {} topic(s): {}", created.len(), created.join(", "));
             Ok(())
         }
-        Command::Serve | Command::Spool(_) | Command::Keys(_) | Command::DeadLetter(_) | Command::Healthcheck => {
+        Command::Serve
+        | Command::Spool(_)
+        | Command::Keys(_)
+        | Command::DeadLetter(_)
+        | Command::Healthcheck
+        | Command::Tail(_) => {
             let listen = config.server.listen;
             let listener = TcpListener::bind(listen).with_context(|| format!("cannot listen on {listen}"))?;
             let signals = gateway::run::os_signals().context("cannot listen for signals")?;
             Ok(gateway::run(config, listener, signals).await?)
         }
     }
+}
+
+/// `gateway tail`: URL and token from the arguments, else from the
+/// configuration file when one is given.
+fn tail(args: TailArgs, config: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let config = match (&args.url, &args.token, config) {
+        (Some(_), Some(_), _) | (_, _, None) => None,
+        (_, _, Some(path)) => Some(Config::load(path)?),
+    };
+    let url = args
+        .url
+        .or_else(|| config.as_ref().map(|c| format!("http://{}", c.server.listen)))
+        .context("no gateway: pass --url or --config")?;
+    let token = args
+        .token
+        .or_else(|| config.as_ref().map(|c| c.live.token.clone()))
+        .context("no operator token: pass --token, set EVENTGW_LIVE_TOKEN or --config")?;
+    let filter = gateway::live::Filter { source: args.source, status: args.status, event: args.event, user: args.user };
+    let runtime = actix_web::rt::System::new();
+    Ok(runtime.block_on(gateway::live::tail::run(gateway::live::tail::TailRequest { url, token, filter }))?)
 }
 
 /// How long the health check waits for each step: under the probe timeouts

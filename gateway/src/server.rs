@@ -51,6 +51,7 @@ pub fn serve_with_tls(
     let header_timeout = Duration::from_millis(s.header_timeout_ms);
     let keep_alive = Duration::from_secs(s.keep_alive_secs);
     let site = eventgw_catalog::site::Site::for_catalog(&state.catalog, &state.config.catalog.dir);
+    let live = state.config.live.enabled;
     let data = web::Data::from(state);
     let server = HttpServer::new(move || {
         App::new()
@@ -83,6 +84,7 @@ pub fn serve_with_tls(
             .service(get(&["/readyz"]).route(web::get().to(api::health::readyz)))
             .service(get(&["/metrics"]).route(web::get().to(api::metrics::metrics)))
             .service(crate::catalog_page::scope(site.clone()))
+            .configure(|app| live_routes(app, live))
             .default_service(web::to(not_found))
     })
     .workers(workers)
@@ -113,6 +115,7 @@ pub fn serve_with_tls(
 pub async fn drain(state: &AppState, server: &ServerHandle, skip: impl std::future::Future<Output = ()>) {
     state.draining.store(true, std::sync::atomic::Ordering::Relaxed);
     state.metrics.ready.set(0);
+    state.live.close();
     let grace = Duration::from_secs(state.config.server.drain_grace_secs);
     if !grace.is_zero() {
         tracing::info!(grace_secs = grace.as_secs(), "Draining: /readyz answers 503, requests still served");
@@ -247,6 +250,15 @@ fn count(state: &AppState, endpoint: &str, response: &HttpResponse) {
     state.metrics.requests.with_label_values(&[endpoint, response.status().as_str()]).inc();
     if let Some(ErrorCode(code)) = response.extensions().get::<ErrorCode>() {
         state.metrics.rejected_requests.with_label_values(&[code.as_str()]).inc();
+    }
+}
+
+/// The live view's page and stream, when `live.enabled`; otherwise their
+/// paths are `404 not_found` like any other.
+fn live_routes(app: &mut web::ServiceConfig, enabled: bool) {
+    if enabled {
+        app.service(get(&["/live", "/live/"]).route(web::get().to(api::live::page)))
+            .service(get(&["/live/stream"]).route(web::get().to(api::live::stream)));
     }
 }
 

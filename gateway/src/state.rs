@@ -2,7 +2,7 @@
 //! swapped in part on reload. It sits below every stage: `stages`, `api`,
 //! `server` and `run` use it; it uses none of them.
 
-use crate::{auth, config, dedupe, enrichment, pipeline, registry, sink, telemetry, wire};
+use crate::{auth, config, dedupe, enrichment, live, pipeline, registry, sink, telemetry, wire};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -40,6 +40,9 @@ pub struct AppState {
     /// What the buffers of bodies still arriving hold together, within
     /// `limits.max_unfinished_body_bytes`.
     pub bodies: wire::BodyBudget,
+    /// The live events view's channels (`[live]`); never fed while
+    /// nobody watches.
+    pub live: Arc<live::LiveHub>,
 }
 
 /// Why the gateway cannot start.
@@ -82,6 +85,8 @@ impl AppState {
         sink.register_metrics(metrics.registry());
         let bodies = wire::BodyBudget::new(config.limits.max_unfinished_body_bytes);
         bodies.register(metrics.registry());
+        let live = Arc::new(live::LiveHub::new(config.live.buffer_events));
+        live.register(metrics.registry());
         let catalog = eventgw_schemas::loader::load_catalog(&config.catalog.dir)?;
         let auth = build_auth(&config, &catalog)?;
         let clients = enrichment::client::ClientResolver::new(&config.enrichment);
@@ -99,6 +104,7 @@ impl AppState {
             edge,
             draining: std::sync::atomic::AtomicBool::new(false),
             bodies,
+            live,
         })
     }
 

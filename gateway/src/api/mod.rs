@@ -3,6 +3,7 @@
 pub mod batch;
 pub mod ga4;
 pub mod health;
+pub mod live;
 pub mod metrics;
 pub mod pixel;
 pub mod posthog;

@@ -64,6 +64,7 @@ impl Config {
 
     /// Checks values that types alone cannot.
     fn check(&self) -> Result<(), (&'static str, String)> {
+        self.live.check()?;
         let k = &self.kafka;
         if k.delivery_timeout_ms >= self.server.request_timeout_ms {
             return Err((

@@ -16,6 +16,7 @@ use serde::Deserialize;
 pub mod dedupe;
 pub mod enrichment;
 pub mod jwt;
+pub mod live;
 mod load;
 pub mod mapping;
 pub mod privacy;
@@ -71,6 +72,9 @@ pub struct Config {
     /// Hash key, user keys and suppression list shared by all sources.
     #[serde(default)]
     pub privacy: privacy::PrivacyConfig,
+    /// The live events view behind an operator token; off unless enabled.
+    #[serde(default)]
+    pub live: live::LiveConfig,
     /// How other trackers' events become catalog events, read from
     /// `<catalog.dir>/mappings/*.toml`; not a key.
     #[serde(skip)]

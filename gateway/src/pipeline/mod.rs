@@ -72,6 +72,14 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// The record it produces, if any (its domain's or the dead letter's).
+    pub fn record(&self) -> Option<&OutRecord> {
+        match self {
+            Self::Accept(record) | Self::DeadLetter { record, .. } => Some(record),
+            Self::Reject { .. } | Self::Duplicate { .. } => None,
+        }
+    }
+
     /// Whether the event is produced to Kafka (its topic or the dead-letter
     /// topic).
     pub fn is_produced(&self) -> bool {

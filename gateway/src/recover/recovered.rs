@@ -10,7 +10,7 @@
 //! read-back cannot see it, and producing again would store it twice once
 //! it is committed. With one in-sync replica the high watermark moves as
 //! the leader appends, so nothing can hide; with more, replay first waits
-//! [`SETTLE_MS`], past `replica.lag.time.max.ms` (30 s by default), after
+//! `sink::watermark::SETTLE_MS`, past `replica.lag.time.max.ms` (30 s by default), after
 //! which such a record is committed or gone. The CLI cannot know when (or
 //! whether) an earlier run on any machine was killed, so it waits every
 //! time a destination partition has more than one in-sync replica.
@@ -18,16 +18,12 @@
 use std::collections::{BTreeSet, HashSet};
 use std::time::Duration;
 
-use rdkafka::consumer::Consumer;
 use rdkafka::message::{Headers, Message};
 
-use super::letters::{self, CLIENT_TIMEOUT};
+use super::letters;
 use super::{RECOVERED_FROM, RecoverError};
 use crate::config::KafkaConfig;
-
-/// How long replay waits before its read-back when a destination
-/// partition has more than one in-sync replica.
-pub const SETTLE_MS: u64 = 50_000;
+use crate::sink::watermark;
 
 /// What the destination topics already hold.
 #[derive(Debug, Default)]
@@ -38,21 +34,15 @@ pub struct AlreadyStored {
     pub events: HashSet<(String, String)>,
 }
 
-/// Waits [`SETTLE_MS`] if any partition of `topics` has more than one
-/// in-sync replica; returns how long it waited.
+/// Waits `sink::watermark::SETTLE_MS` if any partition of `topics` has
+/// more than one in-sync replica (the spool's rule); returns how long it waited.
 pub fn settle(kafka: &KafkaConfig, topics: &BTreeSet<String>) -> Result<Duration, RecoverError> {
     let consumer = letters::consumer(kafka)?;
-    let mut replicated = false;
-    for topic in topics {
-        let metadata = consumer
-            .fetch_metadata(Some(topic), CLIENT_TIMEOUT)
-            .map_err(|e| RecoverError::Kafka(format!("{topic}: {e}")))?;
-        replicated |= metadata.topics().iter().flat_map(|t| t.partitions()).any(|p| p.isr().len() > 1);
-    }
+    let replicated = watermark::replicated(&consumer, topics).map_err(RecoverError::Kafka)?;
     if !replicated {
         return Ok(Duration::ZERO);
     }
-    let wait = Duration::from_millis(SETTLE_MS);
+    let wait = Duration::from_millis(watermark::SETTLE_MS);
     tracing::info!(secs = wait.as_secs(), "Waiting for records of an earlier run to settle below the high watermarks");
     std::thread::sleep(wait);
     Ok(wait)

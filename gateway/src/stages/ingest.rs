@@ -7,9 +7,11 @@
 use actix_web::HttpRequest;
 
 use super::answer::BatchAnswer;
+use super::produce::Fate;
 use super::{Request, admit, answer, authenticate, charge, produce};
 use crate::auth::Principal;
 use crate::error::ApiError;
+use crate::sink::Stored;
 use crate::state::AppState;
 use crate::wire::BatchRequest;
 
@@ -30,7 +32,9 @@ pub async fn arrive<'s>(
 }
 
 /// The rest of the path, whatever the protocol: `batch`'s events charged to
-/// the quotas, admitted, produced, and answered (counted in the metrics).
+/// the quotas, admitted, produced, and answered (counted in the metrics),
+/// then shown in the live view as stored, if anyone watches (the only place
+/// it is fed; unwatched, [`crate::live::LiveHub::capture`] is one atomic load).
 pub async fn ingest(
     request: &Request<'_>,
     principal: &Principal,
@@ -38,8 +42,18 @@ pub async fn ingest(
 ) -> Result<BatchAnswer, ApiError> {
     charge::events(request, principal, batch.events.len())?;
     let planned = admit::events(request, principal, batch)?;
+    let live = request.state.live.capture(&principal.source.id, planned.iter().map(|p| p.verdict.record()));
     let produced = produce::records(request, planned, principal.source.spool).await?;
-    Ok(answer::events(request, produced))
+    let stored: Vec<Option<Stored>> = match live {
+        Some(_) => produced.iter().map(|p| if let Fate::Stored(s) = p.fate { Some(s) } else { None }).collect(),
+        None => Vec::new(),
+    };
+    let answer = answer::events(request, produced);
+    if let Some(capture) = live {
+        let time = (request.state.clock)().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        request.state.live.publish(&principal.source.id, capture.finish(&time, &answer.events, &stored));
+    }
+    Ok(answer)
 }
 
 #[cfg(test)]

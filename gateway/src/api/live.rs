@@ -1,0 +1,109 @@
+//! `GET /live/` (the page) and `GET /live/stream` (Server-Sent Events):
+//! the live events view behind the operator token (`[live]`), registered
+//! only when `live.enabled`. See docs/live.md.
+
+use std::time::Duration;
+
+use actix_web::http::header::{self, HeaderMap};
+use actix_web::{HttpRequest, HttpResponse, web};
+use subtle::ConstantTimeEq;
+
+use crate::error::ApiError;
+use crate::live::{Filter, page, sse};
+use crate::state::AppState;
+
+/// The cookie the page sets so its own stream request is authorised.
+const COOKIE: &str = "eventgw_live";
+
+/// The page. `?token=` is taken once and turned into an `HttpOnly`
+/// cookie (the page then drops it from the address bar).
+pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let token = authorise(&req, &state)?;
+    let sources: Vec<&str> = state.config.sources.iter().map(|s| s.id.as_str()).collect();
+    Ok(HttpResponse::Ok()
+        .content_type("text/html; charset=utf-8")
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .insert_header((
+            "Content-Security-Policy",
+            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'",
+        ))
+        .insert_header((header::SET_COOKIE, format!("{COOKIE}={token}; Path=/live; HttpOnly; SameSite=Strict")))
+        .body(page::render(&sources)))
+}
+
+/// The stream of events passing the query's filters.
+pub async fn stream(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    filter: web::Query<Filter>,
+) -> Result<HttpResponse, ApiError> {
+    authorise(&req, &state)?;
+    let filter = filter.into_inner();
+    let viewer = state.live.watch(filter.source());
+    let heartbeat = Duration::from_secs(state.config.live.heartbeat_secs);
+    Ok(HttpResponse::Ok()
+        .content_type("text/event-stream")
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .insert_header(("X-Accel-Buffering", "no"))
+        .streaming(sse::stream(viewer, filter, heartbeat)))
+}
+
+/// The operator token the request carries (bearer header, cookie, or
+/// `?token=`), when it is the configured one; compared in constant time.
+fn authorise(req: &HttpRequest, state: &AppState) -> Result<String, ApiError> {
+    let given = bearer(req.headers())
+        .or_else(|| cookie(req.headers()))
+        .or_else(|| query_token(req.query_string()))
+        .ok_or(ApiError::OperatorUnauthorized(
+            "the live view needs the operator token: `Authorization: Bearer <live.token>`, or open /live/?token=<live.token>",
+        ))?;
+    let expected = state.config.live.token.as_bytes();
+    if expected.is_empty() || !bool::from(given.as_bytes().ct_eq(expected)) {
+        return Err(ApiError::OperatorUnauthorized("the operator token is not the configured `live.token`"));
+    }
+    Ok(given)
+}
+
+fn bearer(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    value.strip_prefix("Bearer ").map(|t| t.trim().to_owned())
+}
+
+fn cookie(headers: &HeaderMap) -> Option<String> {
+    headers.get_all(header::COOKIE).filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(';')).find_map(|pair| {
+        let (name, value) = pair.trim().split_once('=')?;
+        (name == COOKIE).then(|| value.to_owned())
+    })
+}
+
+fn query_token(query: &str) -> Option<String> {
+    query.split('&').find_map(|pair| {
+        let (name, value) = pair.split_once('=')?;
+        (name == "token").then(|| percent_decode(value))
+    })
+}
+
+/// `%XX` and `+` decoded; a malformed escape is kept as sent.
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok();
+                match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                    Some(b) => {
+                        out.push(b);
+                        i += 2;
+                    }
+                    None => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}

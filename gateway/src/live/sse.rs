@@ -1,0 +1,49 @@
+//! A viewer as a Server-Sent Events body: `event: event` with one
+//! [`super::LiveEvent`] as JSON, `event: skipped` with `{"skipped": N}` when
+//! the viewer fell behind, and a comment now and then so proxies keep an
+//! idle stream open. The stream ends when the gateway shuts down.
+
+use std::time::Duration;
+
+use actix_web::web::Bytes;
+use futures::{Stream, StreamExt};
+
+use super::{Filter, Next, Viewer};
+
+/// The first bytes of every stream: sent at once so the client knows it
+/// is connected before any event.
+pub const OPENING: &str = ": connected\n\nevent: ready\ndata: {}\n\n";
+
+/// The SSE frame of one named event.
+pub fn frame(name: &str, data: &str) -> Bytes {
+    Bytes::from(format!("event: {name}\ndata: {data}\n\n"))
+}
+
+/// `viewer`'s events passing `filter`, as SSE frames, with a keep-alive
+/// comment after `heartbeat` of silence.
+pub fn stream(
+    viewer: Viewer,
+    filter: Filter,
+    heartbeat: Duration,
+) -> impl Stream<Item = Result<Bytes, std::convert::Infallible>> {
+    let opening = futures::stream::once(async { Ok(Bytes::from_static(OPENING.as_bytes())) });
+    let rest = futures::stream::unfold(Some((viewer, filter)), move |open| async move {
+        let (mut viewer, filter) = open?;
+        loop {
+            let next = match tokio::time::timeout(heartbeat, viewer.next()).await {
+                Err(_) => return Some((Ok(Bytes::from_static(b": keep-alive\n\n")), Some((viewer, filter)))),
+                Ok(next) => next,
+            };
+            let bytes = match next {
+                Next::Event(event) if filter.admits(&event) => {
+                    frame("event", &serde_json::to_string(&*event).unwrap_or_else(|_| "{}".into()))
+                }
+                Next::Event(_) => continue,
+                Next::Skipped(n) => frame("skipped", &format!("{{\"skipped\":{n}}}")),
+                Next::Closed => return Some((Ok(frame("closed", "{}")), None)),
+            };
+            return Some((Ok(bytes), Some((viewer, filter))));
+        }
+    });
+    opening.chain(rest)
+}
