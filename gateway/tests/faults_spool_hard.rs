@@ -258,6 +258,68 @@ async fn spool_records_stored_before_a_crash_are_not_replayed_twice() {
 }
 
 #[actix_web::test]
+#[ignore = "starts its own broker; run by scripts/faults"]
+async fn spool_records_a_replay_round_had_sent_at_a_crash_are_not_replayed_twice() {
+    // Issue 32's 30-minute nemesis found this: replay produced a round, Kafka
+    // stored it, and the process died (or could not write its checkpoint on
+    // a full disk) before the checkpoint moved past it; the next process
+    // replayed those records blindly.
+    const PROXY: u16 = 19649;
+    let mut cluster = Cluster::new("spool-replay-crash", 1, 19640);
+    cluster.proxy_base = Some(PROXY);
+    cluster.start_fresh().await;
+    let proxy = Proxy::start(PROXY, cluster.external_port(1)).await;
+    let dir = spool_dir("replay-crash");
+    let brokers = format!("127.0.0.1:{PROXY}");
+    let mut gw = GatewayProcess::start_with_env("spool-replay-crash", &brokers, 1, &borrowed(&spool_env(&dir))).await;
+    spool_support::warm_up(&gw.url, Beacons::default().users).await;
+    let run = run_id("spoolreplaycrash");
+    let healed = Healed::default();
+    let load = Beacons {
+        run_for: Duration::from_secs(9),
+        after_heal: Some((healed.clone(), Duration::from_secs(10))),
+        ..Beacons::default()
+    };
+    let (answers, healed) = futures::join!(beacons(load, run.clone(), gw.url.clone()), async {
+        sleep(Duration::from_secs(3)).await;
+        // First sends wait for answers: spooled in flight, then every new
+        // request is spooled behind them.
+        proxy.set(Mode::HoldReplies);
+        sleep(Duration::from_secs(3)).await;
+        // The held answers arrive, so replay gets going on the backlog...
+        proxy.set(Mode::Pass);
+        sleep(Duration::from_millis(150)).await;
+        // ...and the round it is sending now lands unacknowledged.
+        proxy.set(Mode::HoldReplies);
+        sleep(Duration::from_secs(2)).await;
+        gw.kill9();
+        proxy.set(Mode::Pass);
+        sleep(Duration::from_secs(1)).await;
+        gw.spawn().await;
+        healed.now()
+    });
+    let title = "Spool: a replay round stored by Kafka, unacknowledged, then the gateway killed";
+    let injected = "Spool on, beacon clients, the broker behind the harness's proxy. 3 s in the proxy holds the \
+                    broker's answers, so requests are spooled; 3 s later it lets them through for 150 ms, so \
+                    replay starts on the backlog, then holds them again: replay's round in flight lands \
+                    unacknowledged. 2 s later the gateway gets SIGKILL, the proxy passes again and the gateway \
+                    restarts on that spool: the records the dead process's replay had sent must be looked up \
+                    in Kafka, not sent again.";
+    let mut r = settle(&brokers, &run, title, injected, answers, healed, &gw).await;
+    let log = gw.log_text();
+    let checked = log.matches("records a previous process's replay may have sent").count();
+    let skipped = log.matches("are not sent again").count();
+    r.notes.push(format!(
+        "Restarts that looked up what the previous replay had sent: {checked}. Replay rounds that skipped records already in Kafka: {skipped}."
+    ));
+    r.write("74f-spool-replay-round-crash");
+    r.assert_no_loss();
+    assert!(checked > 0, "the killed gateway's replay had a round in flight");
+    assert!(skipped > 0, "the restarted gateway found that round in Kafka");
+    cluster.stop().await;
+}
+
+#[actix_web::test]
 #[ignore = "starts a three-broker cluster; run by scripts/faults"]
 async fn spool_records_above_the_high_watermark_at_a_crash_are_not_replayed_twice() {
     // Issue 32's nemesis found this: a leader appends a record while a

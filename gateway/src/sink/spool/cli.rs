@@ -5,7 +5,8 @@
 
 use anyhow::Context;
 
-use super::store::{LOCK_FILE, read_checkpoint, recover, segment_files};
+use super::checkpoint;
+use super::store::{LOCK_FILE, recover, segment_files};
 use super::{SpoolSink, reader};
 use crate::config::Config;
 use crate::sink::{KafkaSink, Sink};
@@ -47,7 +48,7 @@ fn status(config: &Config) -> anyhow::Result<()> {
         "segments": recovered.index.segments.len(),
         "oldestAgeSecs": oldest,
         "damagedSpans": recovered.damage.len(),
-        "replayCheckpoint": read_checkpoint(dir),
+        "replayCheckpoint": checkpoint::read(dir).replayed,
         "inUse": in_use(dir),
     });
     println!("{}", serde_json::to_string_pretty(&status)?);
@@ -61,7 +62,7 @@ fn in_use(dir: &std::path::Path) -> bool {
 
 fn inspect(config: &Config, each_record: bool) -> anyhow::Result<()> {
     let dir = &config.spool.dir;
-    let checkpoint = read_checkpoint(dir);
+    let checkpoint = checkpoint::read(dir).replayed;
     println!("spool {} (replayed below seq {checkpoint})", dir.display());
     for (_, path) in segment_files(dir)? {
         let (mut count, mut first, mut last, mut listing) = (0, None, None, Vec::new());

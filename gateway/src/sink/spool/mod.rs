@@ -11,6 +11,7 @@
 //! first send is still in flight is waited for, never overtaken). So a
 //! record answered before another was sent is in Kafka before it.
 
+mod checkpoint;
 pub mod cli;
 mod format;
 mod reader;

@@ -16,7 +16,6 @@ use super::reader;
 /// The lock file: one process per spool directory.
 pub const LOCK_FILE: &str = "spool.lock";
 /// Everything with a lower sequence number is in Kafka (written after each replay round).
-pub const CHECKPOINT_FILE: &str = "replayed";
 /// Where damaged segments go once what could be read of them is in Kafka.
 pub const QUARANTINE_DIR: &str = "quarantine";
 
@@ -235,7 +234,7 @@ pub struct Recovered {
 /// Reads every segment of `dir` (oldest first) and the replay checkpoint,
 /// logging each damaged span. Nothing is modified.
 pub fn recover(dir: &Path) -> Result<Recovered, SpoolError> {
-    let checkpoint = read_checkpoint(dir);
+    let checkpoint = super::checkpoint::read(dir).replayed;
     let mut out = Recovered {
         index: Index { next_seq: checkpoint, replayed_through: checkpoint, ..Index::default() },
         damage: Vec::new(),
@@ -287,22 +286,6 @@ pub fn segment_files(dir: &Path) -> Result<Vec<(u64, PathBuf)>, SpoolError> {
 /// The file name of the segment whose first record is `seq`.
 pub fn segment_path(dir: &Path, seq: u64) -> PathBuf {
     dir.join(format!("{seq:020}.seg"))
-}
-
-/// The replay checkpoint, 0 when there is none (or it is unreadable: that
-/// only means more records are replayed again).
-pub fn read_checkpoint(dir: &Path) -> u64 {
-    std::fs::read(dir.join(CHECKPOINT_FILE))
-        .ok()
-        .and_then(|b| b.get(..8).and_then(|b| b.try_into().ok()))
-        .map_or(0, u64::from_le_bytes)
-}
-
-/// Writes the checkpoint (write then rename, so it is never half written).
-pub fn write_checkpoint(dir: &Path, seq: u64) -> std::io::Result<()> {
-    let tmp = dir.join(format!("{CHECKPOINT_FILE}.tmp"));
-    std::fs::write(&tmp, seq.to_le_bytes())?;
-    std::fs::rename(tmp, dir.join(CHECKPOINT_FILE))
 }
 
 /// Milliseconds since the epoch.

@@ -18,7 +18,8 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use super::format::SpooledRecord;
-use super::store::{Fate, Shared, write_checkpoint};
+use super::checkpoint::{self, Checkpoint};
+use super::store::{Fate, Shared};
 use super::wedge::{PROBE_EVERY, Watchdog};
 use super::writer::Command;
 use crate::sink::{KafkaSink, SinkError};
@@ -88,13 +89,29 @@ pub struct Replayer {
     /// from this time (Unix ms), computed for those sent up to the first
     /// value (`check::settling`).
     settle: Option<(u64, u64)>,
-    /// When the producer was last replaced as wedged (Unix ms).
+    /// When the producer was last replaced as wedged, or this process
+    /// began on records a previous one's replay may have sent (Unix ms).
     replaced_at_ms: u64,
+    /// What is in Kafka, and what replay may have handed to it.
+    checkpoint: Checkpoint,
 }
 
 impl Replayer {
     /// A replayer over `shared`, producing through `kafka`.
     pub fn new(shared: Arc<Shared>, kafka: KafkaSink, writer: Sender<Command>, batch: usize) -> Self {
+        let checkpoint = Checkpoint::open(&shared.dir, checkpoint::read(&shared.dir), shared.recovered_below);
+        let marks = checkpoint.marks();
+        // A previous process's replay handed these to Kafka and died (or
+        // could not move the checkpoint) before it knew their fate: each is
+        // looked up in Kafka before it is sent again, as after a wedge.
+        let unconfirmed = marks.sent > marks.replayed;
+        if unconfirmed {
+            tracing::warn!(
+                from = marks.replayed,
+                below = marks.sent,
+                "Spool replay: records a previous process's replay may have sent are looked up in Kafka before they are sent again"
+            );
+        }
         Self {
             shared,
             kafka,
@@ -105,14 +122,15 @@ impl Replayer {
             finished: Vec::new(),
             max_read: None,
             watchdog: Watchdog::default(),
-            check_below: None,
+            check_below: unconfirmed.then_some(marks.sent),
             stored: None,
             damaged: None,
             closing_since: None,
             acked_at: None,
             read_failures: 0,
             settle: None,
-            replaced_at_ms: 0,
+            replaced_at_ms: if unconfirmed { super::store::now_ms() } else { 0 },
+            checkpoint,
         }
     }
 
@@ -182,6 +200,11 @@ impl Replayer {
             return Ok(false);
         }
         let send = self.skip_stored(send)?;
+        if let Some(last) = send.last() {
+            // Said before the records leave: a crash from here on leaves
+            // them to be looked up in Kafka, not sent blindly again.
+            self.checkpoint.sending(last.seq + 1).map_err(|e| format!("cannot write the spool replay checkpoint: {e}"))?;
+        }
         let results = if send.is_empty() { Vec::new() } else { self.acknowledged(&send).await };
         let mut failed = 0;
         {
@@ -298,8 +321,8 @@ impl Replayer {
         }
         let Some(through) = through else { return };
         self.shared.index().replayed_through = through;
-        if let Err(error) = write_checkpoint(&self.shared.dir, through) {
-            tracing::warn!(%error, "Cannot write the spool replay checkpoint; a restart would replay more again");
+        if let Err(error) = self.checkpoint.replayed(through) {
+            tracing::warn!(%error, "Cannot write the spool replay checkpoint; a restart looks up more records in Kafka");
         }
         self.delete_finished(through);
     }
@@ -314,7 +337,7 @@ impl Replayer {
         if answer.await.unwrap_or(false) {
             self.cursor = None;
             self.finished.clear();
-            if let Err(error) = write_checkpoint(&self.shared.dir, through) {
+            if let Err(error) = self.checkpoint.replayed(through) {
                 tracing::warn!(%error, "Cannot write the spool replay checkpoint");
             }
         }
