@@ -119,6 +119,13 @@ impl Drop for SmallDisk {
 }
 
 /// The spool's record count as `/metrics` gives it (`eventgw_spool_records`).
+/// `eventgw_spool_replayed_total`: records replay has had acknowledged.
+async fn replayed(url: &str) -> u64 {
+    let text = metrics(url).await;
+    let line = text.lines().find(|l| l.starts_with("eventgw_spool_replayed_total"));
+    line.and_then(|l| l.split_whitespace().last()?.parse::<f64>().ok()).map_or(0, |v| v as u64)
+}
+
 async fn spool_records(url: &str) -> u64 {
     let text = metrics(url).await;
     let line = text.lines().find(|l| l.starts_with("eventgw_spool_records ")).expect("eventgw_spool_records");
@@ -288,7 +295,10 @@ async fn spool_records_a_replay_round_had_sent_at_a_crash_are_not_replayed_twice
         sleep(Duration::from_secs(3)).await;
         // The held answers arrive, so replay gets going on the backlog...
         proxy.set(Mode::Pass);
-        sleep(Duration::from_millis(150)).await;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while replayed(&gw.url).await == 0 && Instant::now() < deadline {
+            sleep(Duration::from_millis(10)).await;
+        }
         // ...and the round it is sending now lands unacknowledged.
         proxy.set(Mode::HoldReplies);
         sleep(Duration::from_secs(2)).await;
@@ -300,8 +310,8 @@ async fn spool_records_a_replay_round_had_sent_at_a_crash_are_not_replayed_twice
     });
     let title = "Spool: a replay round stored by Kafka, unacknowledged, then the gateway killed";
     let injected = "Spool on, beacon clients, the broker behind the harness's proxy. 3 s in the proxy holds the \
-                    broker's answers, so requests are spooled; 3 s later it lets them through for 150 ms, so \
-                    replay starts on the backlog, then holds them again: replay's round in flight lands \
+                    broker's answers, so requests are spooled; 3 s later it lets them through until replay has had \
+                    a round acknowledged, then holds them again: replay's round in flight lands \
                     unacknowledged. 2 s later the gateway gets SIGKILL, the proxy passes again and the gateway \
                     restarts on that spool: the records the dead process's replay had sent must be looked up \
                     in Kafka, not sent again.";
