@@ -5,16 +5,17 @@
 //!
 //! Per event the cost is paid once, whatever the number of viewers: the
 //! record is scanned once for the fields the view shows (no JSON tree is
-//! built), its bytes are kept as they are (`RawValue`), and the SSE frame
-//! is rendered by the first viewer that sends it and shared by the rest.
+//! built, and the scan is what proves the bytes are JSON), its bytes are
+//! kept as they are and spliced into the frame, and the SSE frame is
+//! rendered by the first viewer that sends it and shared by the rest.
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use actix_web::web::Bytes;
-use serde::{Deserialize, Serialize};
+use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use super::LiveHub;
 use crate::outcome::{EventOutcome, EventStatus};
@@ -67,9 +68,10 @@ pub struct LiveEvent {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub violations: Vec<eventgw_schemas::SchemaViolation>,
     /// The record's value as stored (a dead-lettered event's is the
-    /// dead-letter envelope), its bytes unchanged; absent when nothing was stored.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub payload: Option<Box<RawValue>>,
+    /// dead-letter envelope), its JSON bytes unchanged; absent when nothing
+    /// was stored. Written last, as `"payload":<bytes>`, by [`Self::frame`].
+    #[serde(skip)]
+    pub payload: Option<Vec<u8>>,
     /// The `event: event` SSE frame of this event, rendered once by the
     /// first viewer that sends it and shared by every other viewer.
     #[serde(skip)]
@@ -82,10 +84,20 @@ impl LiveEvent {
     pub fn frame(&self) -> Bytes {
         self.frame
             .get_or_init(|| {
-                let mut out = b"event: event\ndata: ".to_vec();
-                if serde_json::to_writer(&mut out, self).is_err() {
-                    out.truncate(b"event: event\ndata: ".len());
+                const HEAD: &[u8] = b"event: event\ndata: ";
+                let mut out = Vec::with_capacity(HEAD.len() + 512 + self.payload.as_ref().map_or(0, Vec::len));
+                out.extend_from_slice(HEAD);
+                let written = serde_json::to_writer(&mut out, self).is_ok();
+                if !written {
+                    out.truncate(HEAD.len());
                     out.extend_from_slice(b"{}");
+                }
+                if written && let Some(payload) = &self.payload {
+                    // The object always ends with `}`: replace it by the payload's member.
+                    out.pop();
+                    out.extend_from_slice(b",\"payload\":");
+                    out.extend_from_slice(payload);
+                    out.push(b'}');
                 }
                 out.extend_from_slice(b"\n\n");
                 Bytes::from(out)
@@ -159,36 +171,65 @@ struct Envelope<'a> {
     event: Option<Shown<'a>>,
 }
 
-/// A string as it is (borrowed when it has no escapes), anything else absent.
-fn text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Cow<'de, str>>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Field<'a> {
-        Text(#[serde(borrow)] Cow<'a, str>),
-        Other(serde::de::IgnoredAny),
+/// A string as it is (borrowed when it has no escapes), anything else
+/// absent; read straight from the scanner, nothing buffered.
+fn text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'de, str>>, D::Error> {
+    struct Text;
+    impl<'de> Visitor<'de> for Text {
+        type Value = Option<Cow<'de, str>>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Borrowed(v)))
+        }
+        fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Owned(v.to_owned())))
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
     }
-    Ok(match Option::<Field<'de>>::deserialize(d)? {
-        Some(Field::Text(t)) => Some(t),
-        _ => None,
-    })
+    d.deserialize_any(Text)
 }
 
-/// The shown fields of a record's bytes (`invalid`: a dead-letter envelope).
-fn shown(bytes: &[u8], invalid: bool) -> Shown<'_> {
-    let inner = invalid.then(|| serde_json::from_slice::<Envelope>(bytes).ok().and_then(|e| e.event)).flatten();
-    inner.unwrap_or_else(|| serde_json::from_slice(bytes).unwrap_or_default())
+/// The shown fields of a record's bytes (`invalid`: a dead-letter
+/// envelope), `None` when the bytes are not a JSON object.
+fn shown(bytes: &[u8], invalid: bool) -> Option<Shown<'_>> {
+    if invalid && let Ok(Envelope { event: Some(inner) }) = serde_json::from_slice::<Envelope>(bytes) {
+        return Some(inner);
+    }
+    serde_json::from_slice(bytes).ok()
 }
 
-/// The record's bytes as a JSON value kept as it is; the gateway writes
-/// records compact, but one with a line break (which would end an SSE
-/// `data:` line) is re-written compact.
-fn raw(bytes: Vec<u8>) -> Option<Box<RawValue>> {
-    let text = String::from_utf8(bytes).ok()?;
-    if !text.contains('\n') {
-        return RawValue::from_string(text).ok();
+/// The record's bytes as the payload: the gateway writes records compact,
+/// but one with a line break (which would end an SSE `data:` line) is
+/// re-written compact.
+fn payload(bytes: Vec<u8>) -> Option<Vec<u8>> {
+    if !bytes.contains(&b'\n') {
+        return Some(bytes);
     }
-    let value: Value = serde_json::from_str(&text).ok()?;
-    RawValue::from_string(value.to_string()).ok()
+    serde_json::from_slice::<Value>(&bytes).ok().map(|v| v.to_string().into_bytes())
 }
 
 fn row(source: &str, time: &str, copied: Copied, outcome: &EventOutcome, stored: Option<Stored>) -> LiveEvent {
@@ -197,13 +238,13 @@ fn row(source: &str, time: &str, copied: Copied, outcome: &EventOutcome, stored:
         None => (None, None),
     };
     let owned = |t: Option<Cow<'_, str>>| t.map(Cow::into_owned);
-    let (kind, event, user_id, anonymous_id) = match &bytes {
-        Some(b) => {
-            let s = shown(b, outcome.status == EventStatus::Invalid);
-            (owned(s.kind), owned(s.event), owned(s.user_id), owned(s.anonymous_id))
-        }
-        None => (None, None, None, None),
+    // Bytes that are not a JSON object are not shown (the frame must stay JSON).
+    let seen = bytes.as_deref().and_then(|b| shown(b, outcome.status == EventStatus::Invalid));
+    let (found, (kind, event, user_id, anonymous_id)) = match seen {
+        Some(s) => (true, (owned(s.kind), owned(s.event), owned(s.user_id), owned(s.anonymous_id))),
+        None => (false, (None, None, None, None)),
     };
+    let bytes = if found { bytes } else { None };
     let (partition, offset) = match stored {
         Some(Stored::Kafka(at)) => (Some(at.partition), Some(at.offset)),
         _ => (None, None),
@@ -224,46 +265,11 @@ fn row(source: &str, time: &str, copied: Copied, outcome: &EventOutcome, stored:
         code: outcome.code,
         message: outcome.message.clone(),
         violations: outcome.errors.clone(),
-        payload: bytes.and_then(raw),
+        payload: bytes.and_then(payload),
         frame: OnceLock::new(),
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn outcome(status: EventStatus) -> EventOutcome {
-        EventOutcome { index: 0, message_id: None, status, topic: None, code: None, message: None, errors: Vec::new() }
-    }
-
-    fn copied(payload: &str) -> Copied {
-        Copied { record: Some(("k".into(), payload.as_bytes().to_vec())) }
-    }
-
-    #[test]
-    fn the_stored_bytes_are_shown_as_they_are_with_their_fields() {
-        let stored = r#"{"type":"track","event":"Form Submitted","userId":"u-\"1\"","properties":{"z":1,"a":2}}"#;
-        let row = row("web", "t", copied(stored), &outcome(EventStatus::Accepted), None);
-        assert_eq!(row.payload.as_ref().map(|p| p.get()), Some(stored), "bytes and key order kept");
-        assert_eq!((row.r#type.as_deref(), row.event.as_deref()), (Some("track"), Some("Form Submitted")));
-        assert_eq!(row.user_id.as_deref(), Some("u-\"1\""), "escapes read");
-        let frame = row.frame();
-        assert!(frame.starts_with(b"event: event\ndata: {\"time\":\"t\""), "{frame:?}");
-        assert!(frame.ends_with(format!(",\"payload\":{stored}}}\n\n").as_bytes()), "{frame:?}");
-        assert_eq!(row.frame().as_ptr(), frame.as_ptr(), "rendered once, shared");
-    }
-
-    #[test]
-    fn a_dead_letter_shows_its_events_fields_and_odd_values_are_absent() {
-        let envelope =
-            r#"{"reason":"schema_violation","event":{"type":"track","event":"Order","userId":7,"anonymousId":"a"}}"#;
-        let row = row("web", "t", copied(envelope), &outcome(EventStatus::Invalid), None);
-        assert_eq!(row.event.as_deref(), Some("Order"));
-        assert_eq!((row.user_id.as_deref(), row.anonymous_id.as_deref()), (None, Some("a")), "a number is no user id");
-        let pretty = "{\n  \"type\": \"page\"\n}";
-        let row = row("web", "t", copied(pretty), &outcome(EventStatus::Accepted), None);
-        assert_eq!(row.payload.as_ref().map(|p| p.get()), Some(r#"{"type":"page"}"#), "no line break in a data: line");
-        assert_eq!(row.frame().iter().filter(|b| **b == b'\n').count(), 3, "one data: line");
-    }
-}
+#[path = "event_tests.rs"]
+mod tests;
