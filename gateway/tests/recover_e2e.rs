@@ -184,15 +184,100 @@ async fn dry_run_then_replay_stores_each_fixed_event_once_and_reports_the_rest()
     assert!(dry.contains("would recover 4, still failing 2, skipped as already recovered 0"), "{dry}");
     assert!(setup.stored().is_empty(), "a dry run produces nothing");
 
-    let first = setup.run(&["replay"]);
+    let prom = setup.dir.join("textfile/eventgw_recovery.prom");
+    std::fs::create_dir_all(prom.parent().expect("dir")).expect("mkdir");
+    let metrics_file = prom.to_str().expect("utf-8 path");
+    let first = setup.run(&["replay", "--metrics-file", metrics_file]);
     assert!(first.contains("recovered 4, still failing 2, skipped as already recovered 0"), "{first}");
     let stored = counts(&setup.stored());
     assert_eq!(stored.len(), 4, "{stored:?}");
     assert!(fixable.iter().all(|id| stored.get(id) == Some(&1)), "each once: {stored:?}");
+    let text = metrics_text(&prom);
+    assert_file_counts(&text, "eventgw_recovery_events_total", &first);
+    assert_file_counts(&text, "eventgw_recovery_last_run_events", &first);
+    let by_event =
+        format!("eventgw_recovery_recovered_events_total{{source=\"{}\",event=\"Lead Status Changed\"}}", setup.source);
+    assert_eq!(metric(&text, &by_event), 4, "{text}");
+    assert_eq!(metric(&text, "eventgw_recovery_last_run_success"), 1);
 
-    let second = setup.run(&["replay"]);
+    let second = setup.run(&["replay", "--metrics-file", metrics_file]);
     assert!(second.contains("recovered 0, still failing 2, skipped as already recovered 4"), "{second}");
     assert_eq!(setup.stored().len(), 4, "a rerun stores nothing");
+    let text = metrics_text(&prom);
+    assert_file_counts(&text, "eventgw_recovery_last_run_events", &second);
+    let total = |outcome: &str| metric(&text, &format!("eventgw_recovery_events_total{{outcome=\"{outcome}\"}}"));
+    assert_eq!((total("recovered"), total("still_failing"), total("already_recovered")), (4, 4, 4), "{text}");
+    assert_eq!(metric(&text, &by_event), 4, "the counters add over runs: {text}");
+    let names: Vec<_> =
+        std::fs::read_dir(prom.parent().expect("dir")).expect("dir").map(|e| e.expect("entry").file_name()).collect();
+    assert_eq!(names.len(), 1, "no temporary file left: {names:?}");
+}
+
+/// The metrics file's text, checked by `promtool check metrics` when promtool is installed
+/// (Debian's prometheus package; scripts/test-ops installs it).
+fn metrics_text(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).expect("the metrics file was written");
+    if let Ok(mut child) = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        use std::io::Write;
+        child.stdin.take().expect("stdin").write_all(text.as_bytes()).expect("to promtool");
+        let out = child.wait_with_output().expect("promtool ran");
+        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success() && said.trim().is_empty(), "promtool check metrics: {said}\n{text}");
+    } else {
+        eprintln!("promtool is not installed: the metrics file's syntax is not checked");
+    }
+    text
+}
+
+/// The value of `series` (name and labels, exactly) in an exposition text.
+fn metric(text: &str, series: &str) -> u64 {
+    let prefix = format!("{series} ");
+    let line = text.lines().find(|l| l.starts_with(&prefix)).unwrap_or_else(|| panic!("{series} in:\n{text}"));
+    // Counts are integers; the timestamp has a fraction, whole seconds do here.
+    line[prefix.len()..].parse::<f64>().unwrap_or_else(|_| panic!("a number: {line}")) as u64
+}
+
+/// `name`'s outcome counts in the metrics file equal the run's summary line.
+fn assert_file_counts(text: &str, name: &str, output: &str) {
+    let line = output.lines().find(|l| l.starts_with("replay: ")).unwrap_or_else(|| panic!("a summary in {output}"));
+    let filtered = if line.contains(", filtered out ") { count_after(line, ", filtered out ") } else { 0 };
+    for (outcome, label) in [
+        ("recovered", ", recovered "),
+        ("still_failing", "still failing "),
+        ("already_recovered", "skipped as already recovered "),
+        ("unreadable", "skipped as unreadable "),
+    ] {
+        let series = format!("{name}{{outcome=\"{outcome}\"}}");
+        assert_eq!(metric(text, &series) as usize, count_after(line, label), "{series} against `{line}`");
+    }
+    assert_eq!(metric(text, &format!("{name}{{outcome=\"filtered_out\"}}")) as usize, filtered, "`{line}`");
+}
+
+#[test]
+fn a_replay_that_fails_still_writes_the_metrics_file_saying_so() {
+    let setup = setup("recover-fails");
+    let prom = setup.dir.join("eventgw_recovery.prom");
+    let out = Command::new(env!("CARGO_BIN_EXE_gateway"))
+        .arg("--config")
+        .arg(&setup.config)
+        .args(["dead-letter", "replay", "--source", "no-such-source", "--metrics-file"])
+        .arg(&prom)
+        .output()
+        .expect("gateway runs");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown_source"), "{out:?}");
+    let text = metrics_text(&prom);
+    assert_eq!(metric(&text, "eventgw_recovery_last_run_success"), 0, "{text}");
+    assert_eq!(metric(&text, "eventgw_recovery_events_total{outcome=\"recovered\"}"), 0, "{text}");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs();
+    let stamp = metric(&text, "eventgw_recovery_last_run_timestamp_seconds");
+    assert!(now.abs_diff(stamp) < 120, "the run's end, {stamp}, is now, {now}");
 }
 
 /// The number after `label` in a summary line.

@@ -2,8 +2,19 @@
 //! them: a copy of each record as it goes to the sink (so what is shown is
 //! what is stored, privacy actions applied), completed once the sink and
 //! the answer are done with the request.
+//!
+//! Per event the cost is paid once, whatever the number of viewers: the
+//! record is scanned once for the fields the view shows (no JSON tree is
+//! built, and the scan is what proves the bytes are JSON), its bytes are
+//! kept as they are and spliced into the frame, and the SSE frame is
+//! rendered by the first viewer that sends it and shared by the rest.
 
-use serde::Serialize;
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use actix_web::web::Bytes;
+use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use super::LiveHub;
@@ -57,9 +68,42 @@ pub struct LiveEvent {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub violations: Vec<eventgw_schemas::SchemaViolation>,
     /// The record's value as stored (a dead-lettered event's is the
-    /// dead-letter envelope); absent when nothing was stored.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub payload: Option<Value>,
+    /// dead-letter envelope), its JSON bytes unchanged; absent when nothing
+    /// was stored. Written last, as `"payload":<bytes>`, by [`Self::frame`].
+    #[serde(skip)]
+    pub payload: Option<Vec<u8>>,
+    /// The `event: event` SSE frame of this event, rendered once by the
+    /// first viewer that sends it and shared by every other viewer.
+    #[serde(skip)]
+    pub(super) frame: OnceLock<Bytes>,
+}
+
+impl LiveEvent {
+    /// This event's SSE frame (`event: event`, the event as JSON), rendered
+    /// on the first call only.
+    pub fn frame(&self) -> Bytes {
+        self.frame
+            .get_or_init(|| {
+                const HEAD: &[u8] = b"event: event\ndata: ";
+                let mut out = Vec::with_capacity(HEAD.len() + 512 + self.payload.as_ref().map_or(0, Vec::len));
+                out.extend_from_slice(HEAD);
+                let written = serde_json::to_writer(&mut out, self).is_ok();
+                if !written {
+                    out.truncate(HEAD.len());
+                    out.extend_from_slice(b"{}");
+                }
+                if written && let Some(payload) = &self.payload {
+                    // The object always ends with `}`: replace it by the payload's member.
+                    out.pop();
+                    out.extend_from_slice(b",\"payload\":");
+                    out.extend_from_slice(payload);
+                    out.push(b'}');
+                }
+                out.extend_from_slice(b"\n\n");
+                Bytes::from(out)
+            })
+            .clone()
+    }
 }
 
 /// What the live view copies of one event before its record goes to the
@@ -104,15 +148,103 @@ impl Capture {
     }
 }
 
+/// The fields the view shows and filters on, read from a stored record in
+/// one scan without building its tree; a field that is not a string is
+/// absent (as `Value::as_str` would say).
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Shown<'a> {
+    #[serde(rename = "type", default, borrow, deserialize_with = "text")]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "text")]
+    event: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "text")]
+    user_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "text")]
+    anonymous_id: Option<Cow<'a, str>>,
+}
+
+/// A dead-letter envelope: the event (scrubbed) is under `event`.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(default, borrow)]
+    event: Option<Shown<'a>>,
+}
+
+/// A string as it is (borrowed when it has no escapes), anything else
+/// absent; read straight from the scanner, nothing buffered.
+fn text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'de, str>>, D::Error> {
+    struct Text;
+    impl<'de> Visitor<'de> for Text {
+        type Value = Option<Cow<'de, str>>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Borrowed(v)))
+        }
+        fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Owned(v.to_owned())))
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+    }
+    d.deserialize_any(Text)
+}
+
+/// The shown fields of a record's bytes (`invalid`: a dead-letter
+/// envelope), `None` when the bytes are not a JSON object.
+fn shown(bytes: &[u8], invalid: bool) -> Option<Shown<'_>> {
+    if invalid && let Ok(Envelope { event: Some(inner) }) = serde_json::from_slice::<Envelope>(bytes) {
+        return Some(inner);
+    }
+    serde_json::from_slice(bytes).ok()
+}
+
+/// The record's bytes as the payload: the gateway writes records compact,
+/// but one with a line break (which would end an SSE `data:` line) is
+/// re-written compact.
+fn payload(bytes: Vec<u8>) -> Option<Vec<u8>> {
+    if !bytes.contains(&b'\n') {
+        return Some(bytes);
+    }
+    serde_json::from_slice::<Value>(&bytes).ok().map(|v| v.to_string().into_bytes())
+}
+
 fn row(source: &str, time: &str, copied: Copied, outcome: &EventOutcome, stored: Option<Stored>) -> LiveEvent {
-    let (key, payload) = match copied.record {
-        Some((key, bytes)) => (Some(key), serde_json::from_slice::<Value>(&bytes).ok()),
+    let (key, bytes) = match copied.record {
+        Some((key, bytes)) => (Some(key), Some(bytes)),
         None => (None, None),
     };
-    // A dead-letter envelope carries the event (scrubbed) under `event`.
-    let invalid = outcome.status == EventStatus::Invalid;
-    let fields = payload.as_ref().map(|p| if invalid { p.get("event").unwrap_or(p) } else { p });
-    let text = |name: &str| fields.and_then(|f| f.get(name)).and_then(Value::as_str).map(str::to_owned);
+    let owned = |t: Option<Cow<'_, str>>| t.map(Cow::into_owned);
+    // Bytes that are not a JSON object are not shown (the frame must stay JSON).
+    let seen = bytes.as_deref().and_then(|b| shown(b, outcome.status == EventStatus::Invalid));
+    let (found, (kind, event, user_id, anonymous_id)) = match seen {
+        Some(s) => (true, (owned(s.kind), owned(s.event), owned(s.user_id), owned(s.anonymous_id))),
+        None => (false, (None, None, None, None)),
+    };
+    let bytes = if found { bytes } else { None };
     let (partition, offset) = match stored {
         Some(Stored::Kafka(at)) => (Some(at.partition), Some(at.offset)),
         _ => (None, None),
@@ -120,11 +252,11 @@ fn row(source: &str, time: &str, copied: Copied, outcome: &EventOutcome, stored:
     LiveEvent {
         time: time.to_owned(),
         source: source.to_owned(),
-        r#type: text("type"),
-        event: text("event"),
+        r#type: kind,
+        event,
         message_id: outcome.message_id.clone(),
-        user_id: text("userId"),
-        anonymous_id: text("anonymousId"),
+        user_id,
+        anonymous_id,
         status: outcome.status.as_str(),
         topic: outcome.topic.clone(),
         key,
@@ -133,6 +265,11 @@ fn row(source: &str, time: &str, copied: Copied, outcome: &EventOutcome, stored:
         code: outcome.code,
         message: outcome.message.clone(),
         violations: outcome.errors.clone(),
-        payload,
+        payload: bytes.and_then(payload),
+        frame: OnceLock::new(),
     }
 }
+
+#[cfg(test)]
+#[path = "event_tests.rs"]
+mod tests;

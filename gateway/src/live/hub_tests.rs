@@ -21,6 +21,7 @@ fn event(status: &'static str, name: &str) -> LiveEvent {
         message: None,
         violations: Vec::new(),
         payload: None,
+        frame: Default::default(),
     }
 }
 

@@ -35,9 +35,7 @@ pub fn stream(
                 Ok(next) => next,
             };
             let bytes = match next {
-                Next::Event(event) if filter.admits(&event) => {
-                    frame("event", &serde_json::to_string(&*event).unwrap_or_else(|_| "{}".into()))
-                }
+                Next::Event(event) if filter.admits(&event) => event.frame(),
                 Next::Event(_) => continue,
                 Next::Skipped(n) => frame("skipped", &format!("{{\"skipped\":{n}}}")),
                 Next::Closed => return Some((Ok(frame("closed", "{}")), None)),

@@ -10,7 +10,7 @@
 //! (reading and parsing the dead-letter records), `recheck.rs` (the
 //! verdict of the current catalog), `recovered.rs` (what earlier runs
 //! already stored), `replay.rs` (producing), `report.rs` (progress and
-//! summary).
+//! summary), `textfile.rs` (the summary for node_exporter, `--metrics-file`).
 
 mod letters;
 mod range;
@@ -18,7 +18,9 @@ mod recheck;
 mod recovered;
 mod replay;
 mod report;
+mod textfile;
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 pub use self::letters::{Letter, Unreadable, parse_letter};
@@ -47,6 +49,10 @@ pub enum DeadLetterCommand {
         /// Show what would move and why; produce nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Also write the run's counts to this file (Prometheus text format, replaced atomically) for
+        /// node_exporter's textfile collector; written when the run fails part-way too.
+        #[arg(long, value_name = "PATH", conflicts_with = "dry_run")]
+        metrics_file: Option<PathBuf>,
     },
 }
 
@@ -113,7 +119,21 @@ pub fn main(command: DeadLetterCommand, config: Config) -> anyhow::Result<()> {
     let throttle = std::env::var(THROTTLE_ENV).ok().and_then(|v| v.parse().ok()).map(Duration::from_millis);
     let summary = match command {
         DeadLetterCommand::Inspect(selection) => replay::inspect(config, &selection)?,
-        DeadLetterCommand::Replay { selection, dry_run } => replay::replay(config, &selection, dry_run, throttle)?,
+        DeadLetterCommand::Replay { selection, dry_run, metrics_file } => {
+            let command = if dry_run { "replay --dry-run" } else { "replay" };
+            let mut summary = Summary { command, ..Summary::default() };
+            let result = replay::replay(config, &selection, dry_run, throttle, &mut summary);
+            if let Some(path) = metrics_file {
+                // A failed write is reported, but never hides the run's own error.
+                match (textfile::write(&path, &summary, result.is_ok()), &result) {
+                    (Err(e), Ok(())) => anyhow::bail!("metrics_file: {}: {e}", path.display()),
+                    (Err(e), Err(_)) => eprintln!("metrics_file: {}: {e}", path.display()),
+                    (Ok(()), _) => {}
+                }
+            }
+            result?;
+            Some(summary)
+        }
     };
     if let Some(summary) = summary {
         println!("{summary}");

@@ -84,18 +84,21 @@ pub fn inspect(config: Config, selection: &Selection) -> Result<Option<Summary>,
     Ok(Some(summary))
 }
 
-/// `gateway dead-letter replay [--dry-run]`.
+/// `gateway dead-letter replay [--dry-run]`: counts into `summary` as it
+/// goes, so a run that fails part-way leaves there what it did (for
+/// `--metrics-file`).
 pub fn replay(
     config: Config,
     selection: &Selection,
     dry_run: bool,
     throttle: Option<Duration>,
-) -> Result<Option<Summary>, RecoverError> {
+    summary: &mut Summary,
+) -> Result<(), RecoverError> {
     let (range, checker) = prepare(config, selection)?;
     let kafka = checker.config().kafka.clone();
     let letters = read_letters(&kafka, range)?;
-    let command = if dry_run { "replay --dry-run" } else { "replay" };
-    let (picked, mut summary) = select(&checker, selection, &letters, command);
+    let (picked, selected) = select(&checker, selection, &letters, summary.command);
+    *summary = selected;
     let mut passing: Vec<(&Letter, &Envelope, OutRecord)> = Vec::new();
     for (letter, envelope) in picked {
         match checker.check(letter, envelope) {
@@ -136,11 +139,12 @@ pub fn replay(
             );
             summary.recovered += 1;
         } else {
-            to_produce.push((letter.timestamp_ms, record));
+            let label = (envelope.source.clone(), envelope.event_name());
+            to_produce.push((letter.timestamp_ms, record, label));
         }
     }
     if !dry_run {
-        summary.recovered = produce(&kafka, to_produce, throttle)?;
+        produce(&kafka, to_produce, throttle, summary)?;
         tracing::info!(
             recovered = summary.recovered,
             still_failing = summary.still_failing,
@@ -149,19 +153,22 @@ pub fn replay(
             "Dead-letter replay finished"
         );
     }
-    Ok(Some(summary))
+    Ok(())
 }
 
-/// Produces `records` (each with its timestamp), pipelined, or one at a
-/// time with a pause after each when `throttle` is set; returns how many
-/// Kafka acknowledged, or the first failure (a rerun skips what was stored).
+/// Produces `records` (each with its timestamp and its (source, event)
+/// label), pipelined, or one at a time with a pause after each when
+/// `throttle` is set; counts each one Kafka acknowledged in `summary`,
+/// and stops at the end of the first round with a failure (a rerun skips
+/// what was stored).
 fn produce(
     kafka: &crate::config::KafkaConfig,
-    records: Vec<(i64, OutRecord)>,
+    records: Vec<(i64, OutRecord, (String, String))>,
     throttle: Option<Duration>,
-) -> Result<u64, RecoverError> {
+    summary: &mut Summary,
+) -> Result<(), RecoverError> {
     if records.is_empty() {
-        return Ok(0);
+        return Ok(());
     }
     let producer: FutureProducer =
         crate::sink::producer_config(kafka).create().map_err(|e| RecoverError::Kafka(format!("producer: {e}")))?;
@@ -169,9 +176,8 @@ fn produce(
     let runtime = runtime.map_err(|e| RecoverError::Kafka(e.to_string()))?;
     let progress = Progress::new(records.len() as u64);
     let chunk = if throttle.is_some() { 1 } else { 500 };
-    let mut done = 0;
     for batch in records.chunks(chunk) {
-        let sends = batch.iter().map(|(timestamp, record)| {
+        let sends = batch.iter().map(|(timestamp, record, _)| {
             let mut headers = OwnedHeaders::new_with_capacity(record.headers.len());
             for (key, value) in &record.headers {
                 headers = headers.insert(Header { key, value: Some(value.as_str()) });
@@ -184,16 +190,25 @@ fn produce(
             producer.send(out, PRODUCE_TIMEOUT)
         });
         let results = runtime.block_on(futures::future::join_all(sends));
-        for result in results {
-            result.map_err(|(e, _)| RecoverError::Kafka(format!("produce: {e}")))?;
-            done += 1;
+        let mut failure = None;
+        for (result, (_, _, label)) in results.into_iter().zip(batch) {
+            match result {
+                Ok(_) => {
+                    summary.recovered += 1;
+                    *summary.recovered_by.entry(label.clone()).or_default() += 1;
+                }
+                Err((e, _)) => failure = failure.or(Some(RecoverError::Kafka(format!("produce: {e}")))),
+            }
         }
-        progress.at(done);
+        if let Some(failure) = failure {
+            return Err(failure);
+        }
+        progress.at(summary.recovered);
         if let Some(pause) = throttle {
             std::thread::sleep(pause);
         }
     }
     progress.finish();
     producer.flush(PRODUCE_TIMEOUT).map_err(|e| RecoverError::Kafka(format!("flush: {e}")))?;
-    Ok(done)
+    Ok(())
 }

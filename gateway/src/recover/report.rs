@@ -1,7 +1,8 @@
 //! What a run tells its operator: one line per event that moves (dry run)
 //! or still fails, a progress line on a terminal, and the summary line.
 //! The CLI is its own process, so its count of recovered events is in the
-//! summary (and its `Dead-letter replay finished` log line), not in a
+//! summary (and its `Dead-letter replay finished` log line) and, with
+//! `--metrics-file`, in a file for node_exporter (`textfile.rs`), not in a
 //! running gateway's `/metrics` (docs/recovery.md, "Metrics").
 
 use std::collections::BTreeMap;
@@ -25,6 +26,9 @@ pub struct Summary {
     pub already_recovered: u64,
     /// Unreadable records, by position, with their code.
     pub unreadable: Vec<(String, &'static str)>,
+    /// Recovered events by (source, event name): labels of the metrics
+    /// file, bounded by the configured sources and the catalog's events.
+    pub recovered_by: BTreeMap<(String, String), u64>,
 }
 
 impl fmt::Display for Summary {
