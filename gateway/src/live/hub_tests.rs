@@ -73,3 +73,25 @@ fn filters_match_status_name_and_user() {
     assert!(!filter(r#"{"user":"u2"}"#).admits(&e));
     assert_eq!(EventStatus::Invalid.as_str(), e.status);
 }
+
+#[actix_rt::test]
+async fn events_ready_together_go_out_as_one_chunk_and_filtered_ones_never_as_an_empty_one() {
+    use futures::StreamExt;
+    let hub = Arc::new(LiveHub::new(64));
+    let filter: Filter = serde_json::from_str(r#"{"status":"invalid"}"#).expect("filter");
+    let mut stream = Box::pin(sse::stream(hub.watch(None), filter, std::time::Duration::from_secs(30)));
+    let opening = stream.next().await.expect("opening").expect("bytes");
+    assert_eq!(opening, sse::OPENING.as_bytes());
+    hub.publish("web", vec![event("accepted", "skip-me")]);
+    hub.publish("web", (0..3).map(|i| event("invalid", &format!("e{i}"))).collect());
+    let chunk = stream.next().await.expect("a chunk").expect("bytes");
+    let text = std::str::from_utf8(&chunk).expect("utf-8");
+    assert!(!chunk.is_empty());
+    assert_eq!(text.matches("event: event\n").count(), 3, "{text}");
+    assert!(text.contains("e0") && text.contains("e2") && !text.contains("skip-me"), "{text}");
+    hub.publish("web", vec![event("accepted", "skip-me-too")]);
+    hub.close();
+    let last = stream.next().await.expect("closed frame").expect("bytes");
+    assert_eq!(last, sse::frame("closed", "{}"));
+    assert!(stream.next().await.is_none(), "the stream ends after `closed`");
+}

@@ -160,6 +160,21 @@ impl Viewer {
     }
 }
 
+impl Viewer {
+    /// The next event if one is ready now, without waiting.
+    pub fn try_next(&mut self) -> Option<Next> {
+        match self.receiver.try_recv() {
+            Ok(event) => Some(Next::Event(event)),
+            Err(broadcast::error::TryRecvError::Lagged(n)) => {
+                self.hub.skipped(n);
+                Some(Next::Skipped(n))
+            }
+            Err(broadcast::error::TryRecvError::Closed) => Some(Next::Closed),
+            Err(broadcast::error::TryRecvError::Empty) => None,
+        }
+    }
+}
+
 impl Drop for Viewer {
     fn drop(&mut self) {
         self.hub.viewers.fetch_sub(1, Ordering::Relaxed);

@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use super::format::SpooledRecord;
 use super::checkpoint::{self, Checkpoint};
+use super::format::SpooledRecord;
 use super::store::{Fate, Shared};
 use super::wedge::{PROBE_EVERY, Watchdog};
 use super::writer::Command;
@@ -203,7 +203,9 @@ impl Replayer {
         if let Some(last) = send.last() {
             // Said before the records leave: a crash from here on leaves
             // them to be looked up in Kafka, not sent blindly again.
-            self.checkpoint.sending(last.seq + 1).map_err(|e| format!("cannot write the spool replay checkpoint: {e}"))?;
+            self.checkpoint
+                .sending(last.seq + 1)
+                .map_err(|e| format!("cannot write the spool replay checkpoint: {e}"))?;
         }
         let results = if send.is_empty() { Vec::new() } else { self.acknowledged(&send).await };
         let mut failed = 0;
