@@ -82,6 +82,8 @@ pub enum Code {
     OperatorUnauthorized,
     /// No such endpoint.
     NotFound,
+    /// A live-view event the view no longer holds (or never had).
+    LiveEventGone,
     /// Another method than the endpoint's.
     MethodNotAllowed,
     /// A request head over `server.max_header_bytes`.
@@ -157,7 +159,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, requests' first, then events'.
-    pub const ALL: [Self; 71] = [
+    pub const ALL: [Self; 72] = [
         Self::MalformedJson,
         Self::InvalidUtf8,
         Self::InvalidUnicodeEscape,
@@ -194,6 +196,7 @@ impl Code {
         Self::OriginNotAllowed,
         Self::OperatorUnauthorized,
         Self::NotFound,
+        Self::LiveEventGone,
         Self::MethodNotAllowed,
         Self::HeadersTooLarge,
         Self::BodyTooLarge,
@@ -270,6 +273,7 @@ impl Code {
             Self::OriginNotAllowed => "origin_not_allowed",
             Self::OperatorUnauthorized => "operator_unauthorized",
             Self::NotFound => "not_found",
+            Self::LiveEventGone => "live_event_gone",
             Self::MethodNotAllowed => "method_not_allowed",
             Self::HeadersTooLarge => "headers_too_large",
             Self::BodyTooLarge => "body_too_large",

@@ -92,6 +92,12 @@ pub enum ApiError {
     /// No endpoint at this path (also for a CORS preflight).
     #[error("no such endpoint; see docs/api.md for the API")]
     NotFound,
+    /// `GET /live/events/{id}` of an event the live view no longer holds.
+    #[error(
+        "the live view no longer holds event {0}'s stored record (it keeps the most recent `live.recent_mib`); \
+         read it from Kafka at the topic, partition and offset its row shows"
+    )]
+    LiveEventGone(String),
     /// The endpoint takes another method; `Allow` says which.
     #[error("this endpoint takes {0} (and OPTIONS for CORS)")]
     MethodNotAllowed(&'static str),
@@ -205,6 +211,7 @@ impl ApiError {
             Self::NotReady(_) => Code::NotReady,
             Self::OperatorUnauthorized(_) => Code::OperatorUnauthorized,
             Self::NotFound => Code::NotFound,
+            Self::LiveEventGone(_) => Code::LiveEventGone,
             Self::MethodNotAllowed(_) => Code::MethodNotAllowed,
             Self::Wire(e) => wire_code(e),
             Self::Draining => Code::Draining,
@@ -323,7 +330,7 @@ impl ResponseError for ApiError {
             }
             Self::BatchRejected(..) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::OriginNotAllowed(_) => StatusCode::FORBIDDEN,
-            Self::NotFound => StatusCode::NOT_FOUND,
+            Self::NotFound | Self::LiveEventGone(_) => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             Self::Backpressure { .. }
             | Self::KafkaUnavailable { .. }

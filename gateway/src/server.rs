@@ -258,7 +258,8 @@ fn count(state: &AppState, endpoint: &str, response: &HttpResponse) {
 fn live_routes(app: &mut web::ServiceConfig, enabled: bool) {
     if enabled {
         app.service(get(&["/live", "/live/"]).route(web::get().to(api::live::page)))
-            .service(get(&["/live/stream"]).route(web::get().to(api::live::stream)));
+            .service(get(&["/live/stream"]).route(web::get().to(api::live::stream)))
+            .service(get(&["/live/events/{id}"]).route(web::get().to(api::live::opened)));
     }
 }
 

@@ -85,7 +85,7 @@ impl AppState {
         sink.register_metrics(metrics.registry());
         let bodies = wire::BodyBudget::new(config.limits.max_unfinished_body_bytes);
         bodies.register(metrics.registry());
-        let live = Arc::new(live::LiveHub::new(config.live.buffer_events));
+        let live = Arc::new(live::LiveHub::new(config.live.buffer_events, config.live.recent_mib << 20));
         live.register(metrics.registry());
         let catalog = eventgw_schemas::loader::load_catalog(&config.catalog.dir)?;
         let auth = build_auth(&config, &catalog)?;

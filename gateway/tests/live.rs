@@ -51,6 +51,19 @@ async fn open(
     body
 }
 
+/// `GET /live/events/{id}` with the operator token: the stored record.
+async fn opened(gw: &TestGateway, id: &Value) -> Value {
+    let id = id.as_u64().unwrap_or_else(|| panic!("a numeric id, not {id}"));
+    let answer = reqwest::Client::new()
+        .get(format!("{}/live/events/{id}", gw.url))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("opened");
+    assert_eq!(answer.status(), 200, "event {id}");
+    answer.json().await.expect("the stored record is JSON")
+}
+
 /// The next `n` SSE events `(name, data)`, within two seconds.
 async fn read(
     body: &mut futures::stream::BoxStream<'static, reqwest::Result<actix_web::web::Bytes>>,
@@ -108,16 +121,19 @@ async fn the_stream_shows_each_event_as_stored_with_its_fate() {
     assert_eq!(good["event"], "Form Submitted");
     assert_eq!(good["topic"], "web.tracking");
     assert!(good["partition"].is_i64() && good["offset"].is_i64(), "Kafka's place once acked: {good}");
-    let stored = good["payload"].to_string();
+    assert_eq!(good["stored"], true, "{good}");
+    assert!(good.get("payload").is_none(), "the frame carries the row, the record is opened by id: {good}");
+    let record = opened(&gw, &good["id"]).await;
+    let stored = record.to_string();
     assert!(!stored.contains(email), "the address is hashed as stored, never clear: {stored}");
-    assert_eq!(good["payload"]["properties"]["email"].as_str().map(str::len), Some(64), "hex HMAC: {stored}");
+    assert_eq!(record["properties"]["email"].as_str().map(str::len), Some(64), "hex HMAC: {stored}");
 
     let bad = &events[1].1;
     assert_eq!(bad["status"], "invalid");
     assert_eq!(bad["topic"], "eventgw.dead-letter");
     assert_eq!(bad["code"], "schema_violation");
     assert!(!bad["violations"].as_array().expect("violations").is_empty(), "{bad}");
-    assert_eq!(bad["payload"]["reason"], "schema_violation", "the dead-letter envelope as stored");
+    assert_eq!(opened(&gw, &bad["id"]).await["reason"], "schema_violation", "the dead-letter envelope as stored");
 
     let filtered = read(&mut invalid_only, 1).await;
     assert_eq!(filtered[0].1["messageId"], "bad-1", "only the invalid event passes the filter");
@@ -151,7 +167,7 @@ async fn a_slow_viewer_is_told_how_many_events_it_skipped() {
 async fn without_the_operator_token_page_and_stream_answer_401() {
     let (gw, _files) = live_gateway(8).await;
     let client = reqwest::Client::new();
-    for path in ["/live/", "/live/stream"] {
+    for path in ["/live/", "/live/stream", "/live/events/1"] {
         for token in [None, Some("not-the-operator-token")] {
             let mut request = client.get(format!("{}{path}", gw.url));
             if let Some(token) = token {
@@ -176,6 +192,27 @@ async fn without_the_operator_token_page_and_stream_answer_401() {
         .await
         .expect("stream");
     assert_eq!(with_cookie.status(), 200, "the page's cookie opens the stream");
+}
+
+#[actix_web::test]
+async fn an_event_the_view_no_longer_holds_answers_404_live_event_gone() {
+    let (gw, _files) = live_gateway(64).await;
+    let mut all = open(&gw, "").await;
+    send(&gw, json!({"batch": [form("held-1", "x@example.com")]})).await;
+    let id = read(&mut all, 1).await[0].1["id"].as_u64().expect("id");
+    let client = reqwest::Client::new();
+    for (asked, status) in
+        [(id.to_string(), 200), ((id + 1).to_string(), 404), ("0".into(), 404), ("x".repeat(40), 404)]
+    {
+        let answer =
+            client.get(format!("{}/live/events/{asked}", gw.url)).bearer_auth(TOKEN).send().await.expect("answer");
+        assert_eq!(answer.status(), status, "event {asked}");
+        if status == 404 {
+            let body: Value = answer.json().await.expect("json error");
+            assert_eq!(body["code"], "live_event_gone", "{body}");
+            assert!(body["message"].as_str().is_some_and(|m| m.contains("offset") && m.len() < 300), "{body}");
+        }
+    }
 }
 
 #[actix_web::test]

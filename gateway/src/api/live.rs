@@ -1,5 +1,5 @@
-//! `GET /live/` (the page) and `GET /live/stream` (Server-Sent Events):
-//! the live events view behind the operator token (`[live]`), registered
+//! `GET /live/` (the page), `GET /live/stream` (Server-Sent Events) and
+//! `GET /live/events/{id}` (one event's stored record): the live events view behind the operator token (`[live]`), registered
 //! only when `live.enabled`. See docs/live.md.
 
 use std::time::Duration;
@@ -46,6 +46,29 @@ pub async fn stream(
         .insert_header((header::CACHE_CONTROL, "no-store"))
         .insert_header(("X-Accel-Buffering", "no"))
         .streaming(sse::stream(viewer, filter, heartbeat)))
+}
+
+/// The stored record of event `id` of the stream, as Kafka holds it (the
+/// dead-letter envelope for an invalid event); `204` for an event with
+/// nothing stored, `404 live_event_gone` once the view no longer holds it.
+pub async fn opened(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    authorise(&req, &state)?;
+    let id = id.into_inner();
+    let event = id.parse::<u64>().ok().and_then(|n| state.live.opened(n));
+    let event = event.ok_or_else(|| ApiError::LiveEventGone(id.chars().take(24).collect()))?;
+    let mut answer = HttpResponse::build(match event.payload {
+        Some(_) => actix_web::http::StatusCode::OK,
+        None => actix_web::http::StatusCode::NO_CONTENT,
+    });
+    answer.insert_header((header::CACHE_CONTROL, "no-store"));
+    Ok(match &event.payload {
+        Some(bytes) => answer.content_type("application/json").body(bytes.clone()),
+        None => answer.finish(),
+    })
 }
 
 /// The operator token the request carries (bearer header, cookie, or

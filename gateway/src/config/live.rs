@@ -10,6 +10,9 @@ pub const MIN_TOKEN_CHARS: usize = 16;
 /// event): the memory bound of the view.
 pub const MAX_BUFFER_EVENTS: usize = 65_536;
 
+/// Most MiB of recent events a viewer can open.
+pub const MAX_RECENT_MIB: usize = 1024;
+
 /// `[live]`.
 #[derive(Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -25,11 +28,15 @@ pub struct LiveConfig {
     pub buffer_events: usize,
     /// Seconds between keep-alive comments on an idle stream.
     pub heartbeat_secs: u64,
+    /// MiB of the most recent events (their stored records) kept so a
+    /// viewer can open one (`GET /live/events/{id}`); older ones answer
+    /// `404 live_event_gone`. Held only while published, i.e. watched.
+    pub recent_mib: usize,
 }
 
 impl Default for LiveConfig {
     fn default() -> Self {
-        Self { enabled: false, token: String::new(), buffer_events: 1024, heartbeat_secs: 15 }
+        Self { enabled: false, token: String::new(), buffer_events: 1024, heartbeat_secs: 15, recent_mib: 16 }
     }
 }
 
@@ -41,6 +48,7 @@ impl std::fmt::Debug for LiveConfig {
             .field("token", &"<redacted>")
             .field("buffer_events", &self.buffer_events)
             .field("heartbeat_secs", &self.heartbeat_secs)
+            .field("recent_mib", &self.recent_mib)
             .finish()
     }
 }
@@ -56,6 +64,9 @@ impl LiveConfig {
         }
         if self.buffer_events == 0 || self.buffer_events > MAX_BUFFER_EVENTS {
             return Err(("live.buffer_events", format!("must be between 1 and {MAX_BUFFER_EVENTS}")));
+        }
+        if self.recent_mib == 0 || self.recent_mib > MAX_RECENT_MIB {
+            return Err(("live.recent_mib", format!("must be between 1 and {MAX_RECENT_MIB}")));
         }
         if self.heartbeat_secs == 0 {
             return Err(("live.heartbeat_secs", "must be at least 1".into()));

@@ -15,7 +15,6 @@ use std::sync::OnceLock;
 use actix_web::web::Bytes;
 use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
-use serde_json::Value;
 
 use super::LiveHub;
 use crate::outcome::{EventOutcome, EventStatus};
@@ -25,6 +24,10 @@ use crate::sink::{OutRecord, Stored};
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LiveEvent {
+    /// Its number in this gateway's live view (from 1, in publishing
+    /// order): `GET /live/events/{id}` answers its stored record while the
+    /// view still holds it. 0 until published.
+    pub id: u64,
     /// When the gateway answered it (RFC 3339, milliseconds).
     pub time: String,
     /// The source that sent it.
@@ -69,7 +72,9 @@ pub struct LiveEvent {
     pub violations: Vec<eventgw_schemas::SchemaViolation>,
     /// The record's value as stored (a dead-lettered event's is the
     /// dead-letter envelope), its JSON bytes unchanged; absent when nothing
-    /// was stored. Written last, as `"payload":<bytes>`, by [`Self::frame`].
+    /// was stored. Not in the frame (a viewer opens it by `id`, so the
+    /// stream carries what a row shows, not every record's bytes to every
+    /// viewer); the frame says `"stored":true` when there is one.
     #[serde(skip)]
     pub payload: Option<Vec<u8>>,
     /// The `event: event` SSE frame of this event, rendered once by the
@@ -79,30 +84,34 @@ pub struct LiveEvent {
 }
 
 impl LiveEvent {
-    /// This event's SSE frame (`event: event`, the event as JSON), rendered
-    /// on the first call only.
+    /// This event's SSE frame (`event: event`, the event as JSON without
+    /// its stored record), rendered on the first call only.
     pub fn frame(&self) -> Bytes {
         self.frame
             .get_or_init(|| {
                 const HEAD: &[u8] = b"event: event\ndata: ";
-                let mut out = Vec::with_capacity(HEAD.len() + 512 + self.payload.as_ref().map_or(0, Vec::len));
+                let mut out = Vec::with_capacity(HEAD.len() + 512);
                 out.extend_from_slice(HEAD);
                 let written = serde_json::to_writer(&mut out, self).is_ok();
                 if !written {
                     out.truncate(HEAD.len());
                     out.extend_from_slice(b"{}");
                 }
-                if written && let Some(payload) = &self.payload {
-                    // The object always ends with `}`: replace it by the payload's member.
+                if written && self.payload.is_some() {
+                    // The object always ends with `}`.
                     out.pop();
-                    out.extend_from_slice(b",\"payload\":");
-                    out.extend_from_slice(payload);
-                    out.push(b'}');
+                    out.extend_from_slice(b",\"stored\":true}");
                 }
                 out.extend_from_slice(b"\n\n");
                 Bytes::from(out)
             })
             .clone()
+    }
+
+    /// What this event holds in memory, for the bound of the opened-events
+    /// store: its stored record and the rest, roughly.
+    pub fn weight(&self) -> usize {
+        256 + self.payload.as_ref().map_or(0, Vec::len)
     }
 }
 
@@ -222,16 +231,6 @@ fn shown(bytes: &[u8], invalid: bool) -> Option<Shown<'_>> {
     serde_json::from_slice(bytes).ok()
 }
 
-/// The record's bytes as the payload: the gateway writes records compact,
-/// but one with a line break (which would end an SSE `data:` line) is
-/// re-written compact.
-fn payload(bytes: Vec<u8>) -> Option<Vec<u8>> {
-    if !bytes.contains(&b'\n') {
-        return Some(bytes);
-    }
-    serde_json::from_slice::<Value>(&bytes).ok().map(|v| v.to_string().into_bytes())
-}
-
 fn row(source: &str, time: &str, copied: Copied, outcome: &EventOutcome, stored: Option<Stored>) -> LiveEvent {
     let (key, bytes) = match copied.record {
         Some((key, bytes)) => (Some(key), Some(bytes)),
@@ -250,6 +249,7 @@ fn row(source: &str, time: &str, copied: Copied, outcome: &EventOutcome, stored:
         _ => (None, None),
     };
     LiveEvent {
+        id: 0,
         time: time.to_owned(),
         source: source.to_owned(),
         r#type: kind,
@@ -265,7 +265,7 @@ fn row(source: &str, time: &str, copied: Copied, outcome: &EventOutcome, stored:
         code: outcome.code,
         message: outcome.message.clone(),
         violations: outcome.errors.clone(),
-        payload: bytes.and_then(payload),
+        payload: bytes,
         frame: OnceLock::new(),
     }
 }

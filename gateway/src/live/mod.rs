@@ -1,11 +1,18 @@
 //! The live events view: each answered event, as stored (privacy actions
 //! applied), published to whoever watches `/live/stream` or `gateway tail`.
 //!
-//! One bounded broadcast channel per source, plus one for "all sources".
+//! One bounded channel per watched source, plus one for "all sources": a
+//! ring of the latest events shared by its viewers, each with its own
+//! place in it, woken once per published request.
 //! The ingest path asks [`LiveHub::capture`] after admission: with no viewer
 //! anywhere that is one atomic load and nothing else is built. A viewer that
 //! falls behind skips the oldest events of its channel (the channel never
 //! grows, the producer never waits) and is told how many it skipped.
+//!
+//! Frames carry what a row shows, not the stored record: a viewer opens
+//! one by its id (`GET /live/events/{id}`) from [`Opened`], the most
+//! recent published events up to `live.recent_mib`. Five viewers of every
+//! event then cost five small frames per event, not five copies of it.
 
 pub mod event;
 pub mod filter;
@@ -13,12 +20,12 @@ pub mod page;
 pub mod sse;
 pub mod tail;
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use prometheus::{IntCounter, IntGauge, Registry};
-use tokio::sync::broadcast;
+use tokio::sync::watch;
 
 pub use event::{Capture, LiveEvent};
 pub use filter::Filter;
@@ -26,8 +33,76 @@ pub use filter::Filter;
 /// The channel name of viewers of every source.
 const ALL: &str = "";
 
-/// A channel's sending side; events are shared, never copied per viewer.
-type Sender = broadcast::Sender<Arc<LiveEvent>>;
+/// A mutex's data even if a holder panicked (nothing here is left half
+/// written by a panic: every change is one push or pop).
+fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// One channel: the latest events of a source (or of all), numbered, up
+/// to `capacity`, shared by every viewer of it. A publish appends a
+/// request's events and wakes each viewer once, however many events it
+/// holds; a viewer takes everything it has not seen in one go.
+struct Channel {
+    /// The events kept, oldest first; `events[i]` is number `first + i`.
+    ring: Mutex<Ring>,
+    /// The number the next event will get: changed once per publish, which
+    /// wakes the viewers (a `watch` wakes each once, however many changes
+    /// it missed).
+    tick: watch::Sender<u64>,
+    /// Viewers of this channel now.
+    viewers: AtomicUsize,
+    /// Set on shutdown: every viewer's stream ends.
+    closed: AtomicBool,
+}
+
+/// The kept events of a [`Channel`].
+struct Ring {
+    /// Oldest first.
+    events: VecDeque<Arc<LiveEvent>>,
+    /// The number of `events[0]`.
+    first: u64,
+    /// Most events kept.
+    capacity: usize,
+}
+
+impl Ring {
+    /// The number the next event gets.
+    fn next(&self) -> u64 {
+        self.first + self.events.len() as u64
+    }
+}
+
+impl Channel {
+    fn new(capacity: usize) -> Self {
+        Self {
+            ring: Mutex::new(Ring { events: VecDeque::with_capacity(capacity.min(4096)), first: 0, capacity }),
+            tick: watch::Sender::new(0),
+            viewers: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    /// Appends `events`, dropping the oldest beyond the capacity, and wakes
+    /// the viewers once. Never waits for a viewer.
+    fn publish(&self, events: &[Arc<LiveEvent>]) {
+        let next = {
+            let mut ring = locked(&self.ring);
+            ring.events.extend(events.iter().cloned());
+            let over = ring.events.len().saturating_sub(ring.capacity);
+            ring.events.drain(..over);
+            ring.first += over as u64;
+            ring.next()
+        };
+        self.tick.send_replace(next);
+    }
+
+    /// Ends every viewer's stream.
+    fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.tick.send_modify(|_| {});
+    }
+}
 
 /// Every live channel, its viewers and its metrics.
 pub struct LiveHub {
@@ -37,16 +112,65 @@ pub struct LiveHub {
     viewers: AtomicUsize,
     /// Channels by source id (`ALL` for every source), made by the first
     /// viewer of each; emptied on shutdown so every stream ends.
-    channels: RwLock<HashMap<String, Sender>>,
+    channels: RwLock<HashMap<String, Arc<Channel>>>,
     /// `eventgw_live_viewers`.
     viewers_gauge: IntGauge,
     /// `eventgw_live_skipped_events_total`: events slow viewers never saw.
     skipped: IntCounter,
+    /// The most recent published events, for a viewer to open one.
+    opened: Mutex<Opened>,
+}
+
+/// The most recent published events, oldest first, numbered without gaps,
+/// up to a weight in bytes (at least the newest event is always kept).
+struct Opened {
+    /// The events; `events[i].id == first + i`.
+    events: VecDeque<Arc<LiveEvent>>,
+    /// The id the next published event gets.
+    next: u64,
+    /// The weight of `events` ([`LiveEvent::weight`]).
+    bytes: usize,
+    /// Most bytes kept.
+    limit: usize,
+}
+
+impl Opened {
+    /// Numbers `events`, keeps them (dropping the oldest beyond the limit)
+    /// and gives them back shared.
+    fn keep(&mut self, events: Vec<LiveEvent>) -> Vec<Arc<LiveEvent>> {
+        let kept: Vec<Arc<LiveEvent>> = events
+            .into_iter()
+            .map(|mut event| {
+                event.id = self.next;
+                self.next += 1;
+                Arc::new(event)
+            })
+            .collect();
+        for event in &kept {
+            self.bytes += event.weight();
+            self.events.push_back(Arc::clone(event));
+        }
+        while self.bytes > self.limit && self.events.len() > 1 {
+            if let Some(old) = self.events.pop_front() {
+                self.bytes -= old.weight();
+            }
+        }
+        kept
+    }
+
+    /// Event `id`, while it is kept.
+    fn get(&self, id: u64) -> Option<Arc<LiveEvent>> {
+        let first = self.events.front()?.id;
+        let index = usize::try_from(id.checked_sub(first)?).ok()?;
+        self.events.get(index).cloned()
+    }
 }
 
 impl LiveHub {
-    /// A hub whose channels keep `capacity` events each (at least one).
-    pub fn new(capacity: usize) -> Self {
+    /// A hub whose channels keep `capacity` events each (at least one),
+    /// and whose viewers can open the most recent events up to
+    /// `opened_bytes`.
+    pub fn new(capacity: usize, opened_bytes: usize) -> Self {
         Self {
             capacity: capacity.max(1),
             viewers: AtomicUsize::new(0),
@@ -58,6 +182,7 @@ impl LiveHub {
                 "Events the live view skipped for viewers that fell behind",
             )
             .expect("static counter"),
+            opened: Mutex::new(Opened { events: VecDeque::new(), next: 1, bytes: 0, limit: opened_bytes }),
         }
     }
 
@@ -78,32 +203,44 @@ impl LiveHub {
         self.viewers.load(Ordering::Relaxed) > 0
     }
 
-    /// A new viewer of `source` (every source when `None`).
+    /// A new viewer of `source` (every source when `None`), from the next
+    /// event on.
     pub fn watch(self: &Arc<Self>, source: Option<&str>) -> Viewer {
         let name = source.unwrap_or(ALL).to_owned();
         let mut channels = self.channels.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let receiver = channels.entry(name).or_insert_with(|| broadcast::channel(self.capacity).0).subscribe();
+        let channel = Arc::clone(channels.entry(name).or_insert_with(|| Arc::new(Channel::new(self.capacity))));
+        drop(channels);
+        channel.viewers.fetch_add(1, Ordering::Relaxed);
         self.viewers.fetch_add(1, Ordering::Relaxed);
         self.viewers_gauge.inc();
-        Viewer { receiver, hub: Arc::clone(self) }
+        let tick = channel.tick.subscribe();
+        let cursor = locked(&channel.ring).next();
+        Viewer { channel, tick, cursor, hub: Arc::clone(self) }
     }
 
     /// Sends `events` of `source` to its channel and to the all-sources
-    /// channel, whichever has viewers. Never waits.
+    /// channel, whichever has viewers. Never waits for a viewer.
     pub fn publish(&self, source: &str, events: Vec<LiveEvent>) {
         let channels = self.channels.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let targets: Vec<&Sender> =
-            [source, ALL].iter().filter_map(|name| channels.get(*name)).filter(|s| s.receiver_count() > 0).collect();
-        if targets.is_empty() {
+        let targets: Vec<Arc<Channel>> = [source, ALL]
+            .iter()
+            .filter_map(|name| channels.get(*name))
+            .filter(|c| c.viewers.load(Ordering::Relaxed) > 0)
+            .cloned()
+            .collect();
+        drop(channels);
+        if targets.is_empty() || events.is_empty() {
             return;
         }
-        for event in events {
-            let event = Arc::new(event);
-            for sender in &targets {
-                // An error only says every viewer left meanwhile.
-                let _ = sender.send(Arc::clone(&event));
-            }
+        let events = locked(&self.opened).keep(events);
+        for channel in &targets {
+            channel.publish(&events);
         }
+    }
+
+    /// Published event `id`, while the view still holds it.
+    pub fn opened(&self, id: u64) -> Option<Arc<LiveEvent>> {
+        locked(&self.opened).get(id)
     }
 
     /// Whether `source`'s events have a viewer (its own or all sources').
@@ -112,13 +249,16 @@ impl LiveHub {
             return false;
         }
         let channels = self.channels.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-        [source, ALL].iter().any(|name| channels.get(*name).is_some_and(|s| s.receiver_count() > 0))
+        [source, ALL].iter().any(|name| channels.get(*name).is_some_and(|c| c.viewers.load(Ordering::Relaxed) > 0))
     }
 
-    /// Drops every channel: each viewer's stream ends (on shutdown, so
+    /// Ends every viewer's stream and drops every channel (on shutdown, so
     /// open streams do not hold the drain).
     pub fn close(&self) {
-        self.channels.write().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
+        let channels = std::mem::take(&mut *self.channels.write().unwrap_or_else(std::sync::PoisonError::into_inner));
+        for channel in channels.values() {
+            channel.close();
+        }
     }
 
     /// Counts events a viewer skipped.
@@ -127,10 +267,14 @@ impl LiveHub {
     }
 }
 
-/// One viewer's end of a channel; leaving (drop) is counted.
+/// One viewer's place in a channel; leaving (drop) is counted.
 pub struct Viewer {
-    /// The channel's receiving side.
-    receiver: broadcast::Receiver<Arc<LiveEvent>>,
+    /// The channel watched.
+    channel: Arc<Channel>,
+    /// Wakes this viewer when the channel has new events.
+    tick: watch::Receiver<u64>,
+    /// The number of the next event this viewer has not had.
+    cursor: u64,
     /// For the counts.
     hub: Arc<LiveHub>,
 }
@@ -138,45 +282,55 @@ pub struct Viewer {
 /// What a viewer reads next.
 #[derive(Debug)]
 pub enum Next {
-    /// The next event.
-    Event(Arc<LiveEvent>),
-    /// This many events were skipped: the viewer fell behind.
+    /// Every event published since the last read, oldest first (at least one).
+    Events(Vec<Arc<LiveEvent>>),
+    /// This many events were skipped: the viewer fell behind the channel's
+    /// capacity. The events after them come with the next read.
     Skipped(u64),
     /// The gateway is shutting down.
     Closed,
 }
 
 impl Viewer {
-    /// Waits for the next event (or the news of skipped ones).
+    /// Waits for new events (or the news of skipped ones).
     pub async fn next(&mut self) -> Next {
-        match self.receiver.recv().await {
-            Ok(event) => Next::Event(event),
-            Err(broadcast::error::RecvError::Lagged(n)) => {
-                self.hub.skipped(n);
-                Next::Skipped(n)
+        loop {
+            if let Some(next) = self.try_next() {
+                return next;
             }
-            Err(broadcast::error::RecvError::Closed) => Next::Closed,
+            if self.tick.changed().await.is_err() {
+                return Next::Closed;
+            }
         }
     }
-}
 
-impl Viewer {
-    /// The next event if one is ready now, without waiting.
+    /// New events if there are any now, without waiting.
     pub fn try_next(&mut self) -> Option<Next> {
-        match self.receiver.try_recv() {
-            Ok(event) => Some(Next::Event(event)),
-            Err(broadcast::error::TryRecvError::Lagged(n)) => {
-                self.hub.skipped(n);
-                Some(Next::Skipped(n))
-            }
-            Err(broadcast::error::TryRecvError::Closed) => Some(Next::Closed),
-            Err(broadcast::error::TryRecvError::Empty) => None,
+        if self.channel.closed.load(Ordering::Acquire) {
+            return Some(Next::Closed);
         }
+        self.tick.borrow_and_update();
+        let ring = locked(&self.channel.ring);
+        if self.cursor < ring.first {
+            let skipped = ring.first - self.cursor;
+            self.cursor = ring.first;
+            drop(ring);
+            self.hub.skipped(skipped);
+            return Some(Next::Skipped(skipped));
+        }
+        let start = usize::try_from(self.cursor - ring.first).unwrap_or(usize::MAX);
+        if start >= ring.events.len() {
+            return None;
+        }
+        let events: Vec<Arc<LiveEvent>> = ring.events.range(start..).cloned().collect();
+        self.cursor = ring.next();
+        Some(Next::Events(events))
     }
 }
 
 impl Drop for Viewer {
     fn drop(&mut self) {
+        self.channel.viewers.fetch_sub(1, Ordering::Relaxed);
         self.hub.viewers.fetch_sub(1, Ordering::Relaxed);
         self.hub.viewers_gauge.dec();
     }

@@ -19,14 +19,10 @@ pub fn frame(name: &str, data: &str) -> Bytes {
     Bytes::from(format!("event: {name}\ndata: {data}\n\n"))
 }
 
-/// A chunk gathers the frames ready at once up to about this many bytes:
-/// a request's batch of events is one socket write per viewer, not one per
-/// event.
-const CHUNK_BYTES: usize = 64 * 1024;
-
 /// `viewer`'s events passing `filter`, as SSE frames, with a keep-alive
-/// comment after `heartbeat` of silence. Frames already waiting are sent
-/// together in one chunk.
+/// comment after `heartbeat` of silence. Everything new when the viewer
+/// wakes (a request's events, or several requests') goes out as one chunk:
+/// one socket write per viewer, not one per event.
 pub fn stream(
     viewer: Viewer,
     filter: Filter,
@@ -34,42 +30,26 @@ pub fn stream(
 ) -> impl Stream<Item = Result<Bytes, std::convert::Infallible>> {
     let opening = futures::stream::once(async { Ok(Bytes::from_static(OPENING.as_bytes())) });
     let rest = futures::stream::unfold(Some((viewer, filter)), move |open| async move {
-        let (mut viewer, mut filter) = open?;
+        let (mut viewer, filter) = open?;
         // Never an empty chunk: to a chunked HTTP/1.1 body that is the end.
         loop {
-            let first = match tokio::time::timeout(heartbeat, viewer.next()).await {
+            let next = match tokio::time::timeout(heartbeat, viewer.next()).await {
                 Err(_) => return Some((Ok(Bytes::from_static(b": keep-alive\n\n")), Some((viewer, filter)))),
                 Ok(next) => next,
             };
-            let (mut chunk, mut size, mut open) = (Vec::<Bytes>::new(), 0, true);
-            let mut next = Some(first);
-            while let Some(this) = next.take() {
-                let bytes = match this {
-                    Next::Event(event) if filter.admits(&event) => event.frame(),
-                    Next::Event(_) => Bytes::new(),
-                    Next::Skipped(n) => frame("skipped", &format!("{{\"skipped\":{n}}}")),
-                    Next::Closed => {
-                        open = false;
-                        frame("closed", "{}")
+            let chunk = match next {
+                Next::Events(events) => {
+                    let frames: Vec<Bytes> = events.iter().filter(|e| filter.admits(e)).map(|e| e.frame()).collect();
+                    match frames.len() {
+                        0 => continue,
+                        1 => frames.into_iter().next().unwrap_or_default(),
+                        _ => Bytes::from(frames.concat()),
                     }
-                };
-                size += bytes.len();
-                if !bytes.is_empty() {
-                    chunk.push(bytes);
                 }
-                if open && size < CHUNK_BYTES {
-                    next = viewer.try_next();
-                }
-            }
-            let state = open.then_some((viewer, filter));
-            match chunk.len() {
-                0 => match state {
-                    Some(again) => (viewer, filter) = again,
-                    None => return None,
-                },
-                1 => return Some((Ok(chunk.swap_remove(0)), state)),
-                _ => return Some((Ok(Bytes::from(chunk.concat())), state)),
-            }
+                Next::Skipped(n) => frame("skipped", &format!("{{\"skipped\":{n}}}")),
+                Next::Closed => return Some((Ok(frame("closed", "{}")), None)),
+            };
+            return Some((Ok(chunk), Some((viewer, filter))));
         }
     });
     opening.chain(rest)

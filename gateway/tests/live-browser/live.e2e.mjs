@@ -46,6 +46,13 @@ test('without the operator token the page and the stream answer 401', async () =
   }
 });
 
+// The opened row's stored record, once the page fetched it (`GET /live/events/{id}`).
+async function storedRecord() {
+  await page.waitForFunction(() => (document.querySelector('#stored')?.textContent || '').startsWith('{'), null,
+    { timeout: 2000 });
+  return page.textContent('#stored');
+}
+
 test('a valid and an invalid event appear within 2 s, as stored', async () => {
   await page.goto(`${url}/live/?token=${encodeURIComponent(token)}`);
   assert.ok(!page.url().includes('token='), 'the token leaves the address bar');
@@ -71,7 +78,7 @@ test('a valid and an invalid event appear within 2 s, as stored', async () => {
   assert.equal(i[7], 'schema_violation');
 
   await accepted.click();
-  const stored = await page.textContent('#stored');
+  const stored = await storedRecord();
   assert.ok(!stored.includes(email), 'the clear address is never shown');
   const record = JSON.parse(stored);
   assert.match(record.properties.email, /^[0-9a-f]{64}$/, 'hashed as stored');
@@ -84,9 +91,10 @@ test('filtered to invalid, one event opens with its violations', async () => {
   await page.locator('tr.row').first().click();
   const violations = await page.locator('#detail .v').allTextContents();
   assert.ok(violations.length >= 1, 'the violations, in the answer\'s words');
-  const envelope = JSON.parse(await page.textContent('#stored'));
+  const envelope = JSON.parse(await storedRecord());
   assert.equal(envelope.reason, 'schema_violation', 'the dead-letter envelope as stored');
   await page.selectOption('#status', '');
   await page.locator('tr.row[data-status="accepted"]').first().click();
+  await storedRecord();
   if (process.env.LIVE_SCREENSHOT) await page.screenshot({ path: process.env.LIVE_SCREENSHOT });
 });
