@@ -14,6 +14,7 @@ use crate::generator::{self, Auth, RunConfig, RunResult};
 use crate::workload::Workload;
 use crate::{e2e, memory};
 
+mod latency;
 mod targets;
 
 /// One line of figures for a run.
@@ -145,24 +146,9 @@ pub async fn suite(args: &SuiteArgs) -> anyhow::Result<()> {
     // 1–3. The targets, `--rounds` times in the same run as their ceilings.
     let (gw_max, gw_best) = targets::targets(&mut s, args, &key, &warm, &single).await?;
 
-    // 4. Latency profile at 25/50/75% of the single-event maximum.
-    let mut profile = String::from(
-        "| load | rate (req/s) | p50 | p99 | p99.9 | max | failed |\n| --- | --- | --- | --- | --- | --- | --- |\n",
-    );
-    for fraction in [0.25, 0.5, 0.75] {
-        let rate = (gw_max * fraction).max(1.0);
-        let r = s.http(gateway, rate, Arc::clone(&single), &key).await;
-        let _ = writeln!(
-            profile,
-            "| {:.0}% | {rate:.0} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms | {} |",
-            fraction * 100.0,
-            r.ms(50.0),
-            r.ms(99.0),
-            r.ms(99.9),
-            r.latency_us.max() as f64 / 1000.0,
-            r.failures()
-        );
-    }
+    // 4. Latency at 25/50/75% of the single-event maximum against Kafka's at the same rate.
+    let producer = crate::kafka_ceiling::producer(brokers)?;
+    let profile = latency::table(&s, gateway, &producer, &single, &key, gw_max, args.rounds).await;
 
     // 5. Variants at half the single-event maximum: batches of 10, gzip, JWT.
     let mut variants = String::from(

@@ -161,17 +161,17 @@ fn floor_line(total: &Figure, kafka: &Figure, http: &Figure) -> String {
 }
 
 /// One figure over the rounds; NaN where a round could not measure it.
-struct Figure(Vec<f64>);
+pub(super) struct Figure(pub(super) Vec<f64>);
 
 impl Figure {
-    fn median(&self) -> f64 {
+    pub(super) fn median(&self) -> f64 {
         let mut known: Vec<f64> = self.0.iter().copied().filter(|v| v.is_finite()).collect();
         known.sort_by(f64::total_cmp);
         known.get(known.len() / 2).copied().unwrap_or(f64::NAN)
     }
 
     /// `median (min–max)`, or "n/a" when no round measured it.
-    fn text(&self, decimals: usize) -> String {
+    pub(super) fn text(&self, decimals: usize) -> String {
         let known: Vec<f64> = self.0.iter().copied().filter(|v| v.is_finite()).collect();
         let (Some(min), Some(max)) = (known.iter().copied().reduce(f64::min), known.iter().copied().reduce(f64::max))
         else {
