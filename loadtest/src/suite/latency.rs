@@ -3,13 +3,15 @@
 //! broker), `--rounds` times with the order of the loads alternating, each
 //! load settled before it is measured.
 //!
-//! Why settled: the first table measured each load once, right after the
-//! targets' last run (the Kafka ceiling at half the batched maximum, about
-//! 100,000 events/s). Its 25% row (the first) had p99 195 ms against 37 ms
-//! at 50%: what it measured was the broker still writing out the ceiling's
-//! burst, not the gateway at 25%. A run at the load's own rate, discarded,
-//! now comes before each measured one, and the order alternates so no load
-//! is always first.
+//! Why rounds and settling: the first table measured each load once,
+//! right after the targets' last run (the Kafka ceiling at half the batched
+//! maximum). Its 25% row, the first, had p99 195 ms against 37 ms at 50%.
+//! That did not come back in separate runs at the same rate (p99 23.7 to
+//! 28.1 ms over three repetitions, settled or straight after a 70,000
+//! events/s burst through the gateway): one run per load cannot tell a
+//! transient from the load's own tail. So each load is measured in every
+//! round, after a discarded run at its own rate, in alternating order, and
+//! the table gives the median with the spread.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
