@@ -21,8 +21,15 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 
 def main(brokers, registry_url, topic, message_id):
-    registry = SchemaRegistryClient({"url": registry_url})
-    deserializer = JSONDeserializer(None, schema_registry_client=registry)
+    # A timeout on every registry call: without one (the client's default)
+    # a request the registry never answers hangs the test for ever.
+    registry = SchemaRegistryClient({"url": registry_url, "timeout": 20})
+    # The writer schema comes from the id in the frame; the subject is the
+    # topic's. confluent-kafka 2.16's default strategy (ASSOCIATED) asks
+    # the registry's associations API first, which Apicurio's ccompat API
+    # does not have (and one such request hung CI for 20 minutes).
+    deserializer = JSONDeserializer(None, schema_registry_client=registry,
+                                    conf={"subject.name.strategy.type": "TOPIC"})
     consumer = Consumer({"bootstrap.servers": brokers, "group.id": "eventgw-registry-proof",
                          "enable.auto.commit": False, "enable.partition.eof": True})
     partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
