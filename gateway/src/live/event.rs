@@ -6,8 +6,9 @@
 //! Per event the cost is paid once, whatever the number of viewers: the
 //! record is scanned once for the fields the view shows (no JSON tree is
 //! built, and the scan is what proves the bytes are JSON), its bytes are
-//! kept as they are and spliced into the frame, and the SSE frame is
-//! rendered by the first viewer that sends it and shared by the rest.
+//! kept as they are for `GET /live/events/{id}` (never put in the frame),
+//! and the SSE frame is rendered by the first viewer that sends it and
+//! shared by the rest.
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
