@@ -32,17 +32,17 @@ async fn live_gateway(buffer: usize) -> (TestGateway, edge::EdgeFiles) {
     (gw, files)
 }
 
+/// `GET {path}` of the gateway with the operator token.
+async fn operator_get(gw: &TestGateway, path: &str) -> reqwest::Response {
+    reqwest::Client::new().get(format!("{}{path}", gw.url)).bearer_auth(TOKEN).send().await.expect(path)
+}
+
 /// Opens the stream with `query`, and waits until it says it is ready.
 async fn open(
     gw: &TestGateway,
     query: &str,
 ) -> futures::stream::BoxStream<'static, reqwest::Result<actix_web::web::Bytes>> {
-    let answer = reqwest::Client::new()
-        .get(format!("{}/live/stream?{query}", gw.url))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .expect("stream");
+    let answer = operator_get(gw, &format!("/live/stream?{query}")).await;
     assert_eq!(answer.status(), 200);
     assert_eq!(answer.headers()["content-type"], "text/event-stream");
     let mut body = answer.bytes_stream().boxed();
@@ -54,12 +54,7 @@ async fn open(
 /// `GET /live/events/{id}` with the operator token: the stored record.
 async fn opened(gw: &TestGateway, id: &Value) -> Value {
     let id = id.as_u64().unwrap_or_else(|| panic!("a numeric id, not {id}"));
-    let answer = reqwest::Client::new()
-        .get(format!("{}/live/events/{id}", gw.url))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .expect("opened");
+    let answer = operator_get(gw, &format!("/live/events/{id}")).await;
     assert_eq!(answer.status(), 200, "event {id}");
     answer.json().await.expect("the stored record is JSON")
 }
@@ -200,12 +195,10 @@ async fn an_event_the_view_no_longer_holds_answers_404_live_event_gone() {
     let mut all = open(&gw, "").await;
     send(&gw, json!({"batch": [form("held-1", "x@example.com")]})).await;
     let id = read(&mut all, 1).await[0].1["id"].as_u64().expect("id");
-    let client = reqwest::Client::new();
     for (asked, status) in
         [(id.to_string(), 200), ((id + 1).to_string(), 404), ("0".into(), 404), ("x".repeat(40), 404)]
     {
-        let answer =
-            client.get(format!("{}/live/events/{asked}", gw.url)).bearer_auth(TOKEN).send().await.expect("answer");
+        let answer = operator_get(&gw, &format!("/live/events/{asked}")).await;
         assert_eq!(answer.status(), status, "event {asked}");
         if status == 404 {
             let body: Value = answer.json().await.expect("json error");
