@@ -40,6 +40,9 @@ pub struct Settings {
     /// The libfaketime library, when installed: gateway 3 runs under it
     /// and the clock-step fault is on.
     pub faketime: Option<PathBuf>,
+    /// More `EVENTGW__...` overrides for every gateway (the soak's quota
+    /// and dedupe window).
+    pub extra_env: Vec<(String, String)>,
 }
 
 impl Settings {
@@ -62,6 +65,7 @@ impl Settings {
             spool_dirs,
             spool_tmpfs: var("NEMESIS_SPOOL_TMPFS").is_some_and(|v| v == "1"),
             faketime,
+            extra_env: Vec::new(),
         }
     }
 }

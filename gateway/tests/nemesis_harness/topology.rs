@@ -71,6 +71,7 @@ fn gateway_env(s: &Settings, i: usize) -> Vec<(String, String)> {
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
+    .chain(s.extra_env.iter().cloned())
     .collect();
     if i == 2
         && let Some(lib) = &s.faketime
