@@ -72,6 +72,33 @@ async fn analytics_next_short_paths_take_each_call_type() {
     gw.stop().await;
 }
 
+/// Every path of a single call the router lists (long and short names,
+/// with and without a trailing slash; each a plain path of its own since
+/// issue 33) stores one event of that call's type; a name that is not a
+/// call is not served.
+#[actix_web::test]
+async fn every_single_call_path_is_served_with_its_type() {
+    let gw = MemGateway::start(dev_config()).await;
+    let mut expected = Vec::new();
+    for path in gateway::api::routes::SINGLE {
+        let segment = path.trim_end_matches('/').rsplit('/').next().expect("segment");
+        let kind = gateway::api::routes::single_kind(segment).expect("a listed path names a call");
+        let mut body = call(kind, "path-user");
+        body["writeKey"] = json!(DEMO);
+        let response = reqwest::Client::new().post(format!("{}{path}", gw.url)).json(&body).send().await.expect("sent");
+        let (status, _, body) = answer(response).await;
+        assert_eq!(status, 200, "{path}: {body}");
+        expected.push(kind.to_owned());
+    }
+    assert_eq!(types(&gw), expected);
+    for path in ["/v1/x", "/v1/tracks", "/v1/track//"] {
+        let response = reqwest::Client::new().post(format!("{}{path}", gw.url)).json(&click("u")).send().await;
+        let (status, _, body) = answer(response.expect("sent")).await;
+        assert_eq!((status, body["code"].as_str()), (404, Some("not_found")), "{path}: {body}");
+    }
+    gw.stop().await;
+}
+
 /// Every spelling of the batch call: analytics-next batching and the
 /// Segment mobile SDKs (`/v1/b`), classic Android, Java (with a trailing
 /// slash) and Ruby (`/v1/import`), RudderStack JS v3's beacon

@@ -111,9 +111,8 @@ async fn soak_run() {
         .filter(|l| !l.starts_with('#'))
         .map(|l| l.split('\t').filter_map(|x| x.parse().ok()).collect())
         .collect();
-    let slope = |points: Vec<(f64, f64)>| {
-        soak::slope_per_hour(&points).map_or_else(|| "-".to_owned(), |v| format!("{v:+.1}"))
-    };
+    let slope =
+        |points: Vec<(f64, f64)>| soak::slope_per_hour(&points).map_or_else(|| "-".to_owned(), |v| format!("{v:+.1}"));
     for gw in 1..=nemesis_harness::GATEWAYS {
         let mine: Vec<&Vec<f64>> = rows.iter().filter(|r| r.len() == 7 && r[1] == f64::from(gw)).collect();
         let col = |c: usize| mine.iter().map(|r| r[c]).collect::<Vec<_>>();

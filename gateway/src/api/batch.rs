@@ -30,12 +30,12 @@ pub async fn batch(
 /// ...): one event, whose `type` is the endpoint's.
 pub async fn single(
     req: HttpRequest,
-    kind: web::Path<String>,
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let Some(kind) = routes::single_kind(kind.as_str()) else {
-        return Err(WireError::InvalidBody(format!("`{kind}` is not a call of this API")).into());
+    let segment = req.path().trim_end_matches('/').rsplit('/').next().unwrap_or_default();
+    let Some(kind) = routes::single_kind(segment) else {
+        return Err(WireError::InvalidBody(format!("`{segment}` is not a call of this API")).into());
     };
     let request = arrive(&req, &state, kind).await?;
     let body = decode::body(&req, payload, &state).await?;

@@ -38,10 +38,33 @@ pub const BATCH: [&str; 6] = ["/v1/batch", "/v1/batch/", "/v1/b", "/v1/b/", "/v1
 pub const BEACON: [&str; 2] = ["/beacon/v1/batch", "/beacon/v1/batch/"];
 
 /// The single calls, long and short (analytics-next) names, with or
-/// without a trailing slash.
-pub const SINGLE: [&str; 2] = [
-    "/v1/{kind:track|page|screen|identify|group|alias|t|p|s|i|g|a}",
-    "/v1/{kind:track|page|screen|identify|group|alias|t|p|s|i|g|a}/",
+/// without a trailing slash: each a static path (see
+/// `server::routes` on why not one `{kind}` pattern).
+pub const SINGLE: [&str; 24] = [
+    "/v1/track",
+    "/v1/track/",
+    "/v1/page",
+    "/v1/page/",
+    "/v1/screen",
+    "/v1/screen/",
+    "/v1/identify",
+    "/v1/identify/",
+    "/v1/group",
+    "/v1/group/",
+    "/v1/alias",
+    "/v1/alias/",
+    "/v1/t",
+    "/v1/t/",
+    "/v1/p",
+    "/v1/p/",
+    "/v1/s",
+    "/v1/s/",
+    "/v1/i",
+    "/v1/i/",
+    "/v1/g",
+    "/v1/g/",
+    "/v1/a",
+    "/v1/a/",
 ];
 
 /// PostHog's capture endpoints (POST, and GET with `data=` in the query).

@@ -9,7 +9,7 @@
 use std::net::IpAddr;
 
 use actix_web::HttpRequest;
-use actix_web::http::header::USER_AGENT;
+use actix_web::http::header::{USER_AGENT, X_FORWARDED_FOR};
 use ipnet::IpNet;
 
 use super::hints::ClientHints;
@@ -98,7 +98,7 @@ impl ClientResolver {
         // A line that is not text cannot name a hop: it stops the walk like
         // any other unparsable hop.
         let forwarded: Vec<&str> =
-            req.headers().get_all("x-forwarded-for").map(|v| v.to_str().unwrap_or_default()).collect();
+            req.headers().get_all(X_FORWARDED_FOR).map(|v| v.to_str().unwrap_or_default()).collect();
         let full_ip = self.full_ip(req.peer_addr().map(|a| a.ip()), &forwarded);
         let hints = ClientHints::from_headers(req.headers());
         Client {

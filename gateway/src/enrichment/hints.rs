@@ -3,7 +3,16 @@
 //! bot labelling ([`super::bots`]) both read, kept in a file of its own so
 //! neither of those imports the other for it.
 
-use actix_web::http::header::HeaderMap;
+use actix_web::http::header::{HeaderMap, HeaderName};
+
+// Named once: a lookup by `&str` parses and checks the name on every
+// request.
+const BRANDS: HeaderName = HeaderName::from_static("sec-ch-ua");
+const FULL_VERSIONS: HeaderName = HeaderName::from_static("sec-ch-ua-full-version-list");
+const MOBILE: HeaderName = HeaderName::from_static("sec-ch-ua-mobile");
+const PLATFORM: HeaderName = HeaderName::from_static("sec-ch-ua-platform");
+const PLATFORM_VERSION: HeaderName = HeaderName::from_static("sec-ch-ua-platform-version");
+const MODEL: HeaderName = HeaderName::from_static("sec-ch-ua-model");
 
 /// The `Sec-CH-UA-*` headers of a request, as sent.
 #[derive(Debug, Clone, Default)]
@@ -19,14 +28,14 @@ pub struct ClientHints {
 impl ClientHints {
     /// The hints of a request; all `None` when it sent none.
     pub fn from_headers(headers: &HeaderMap) -> Self {
-        let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let get = |name: &HeaderName| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
         Self {
-            brands: get("sec-ch-ua"),
-            full_versions: get("sec-ch-ua-full-version-list"),
-            mobile: get("sec-ch-ua-mobile"),
-            platform: get("sec-ch-ua-platform"),
-            platform_version: get("sec-ch-ua-platform-version"),
-            model: get("sec-ch-ua-model"),
+            brands: get(&BRANDS),
+            full_versions: get(&FULL_VERSIONS),
+            mobile: get(&MOBILE),
+            platform: get(&PLATFORM),
+            platform_version: get(&PLATFORM_VERSION),
+            model: get(&MODEL),
         }
     }
 

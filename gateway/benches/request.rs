@@ -1,0 +1,129 @@
+//! The gateway's own work per single-event request, in process: the real
+//! app (every route, the `edge` middleware, the dev configuration without
+//! quotas) driven through actix's test service, over a sink that answers
+//! at once. What is left out is what a do-nothing HTTP server pays as well
+//! (reading and parsing the request off a socket, writing the answer) and
+//! librdkafka's threads: `BENCHMARKS.md`'s floor. So this figure is the
+//! "our own work" of issue 33, and `perf record` of this bench is its
+//! profile without Kafka or the load generator in the samples.
+//!
+//! Each request is a `POST /v1/batch` with one of the catalog's examples
+//! (a fresh `messageId`, one of 1,000 users), as `loadtest` sends them.
+//! `cargo bench -p eventgw --bench request` measures (7 runs of 20,000
+//! requests; the median run and the spread); under `cargo test` it runs
+//! one short run only, to prove it still works.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Instant;
+
+use actix_web::{App, test, web};
+use futures::future::{BoxFuture, FutureExt};
+use gateway::AppState;
+use gateway::config::Config;
+use gateway::sink::{Delivered, OutRecord, Sink, SinkError};
+use serde_json::{Value, json};
+
+/// The gateway's own allocator (`main.rs`), so the figures are the ones it pays.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Nanoseconds this thread has spent on a CPU (`/proc/thread-self/schedstat`):
+/// the figure a busy machine's preemptions do not inflate, as wall time
+/// would.
+fn thread_cpu_ns() -> u64 {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").expect("schedstat");
+    text.split_whitespace().next().and_then(|n| n.parse().ok()).expect("schedstat's first field")
+}
+
+/// A sink that acknowledges every record at once and keeps nothing.
+struct NullSink;
+
+impl Sink for NullSink {
+    fn send_all(&self, records: Vec<OutRecord>) -> BoxFuture<'static, Vec<Result<Delivered, SinkError>>> {
+        let answers =
+            records.iter().enumerate().map(|(i, _)| Ok(Delivered { partition: 0, offset: i as i64 })).collect();
+        drop(black_box(records));
+        async move { answers }.boxed()
+    }
+
+    fn check_ready(&self) -> BoxFuture<'static, Result<(), String>> {
+        async { Ok(()) }.boxed()
+    }
+
+    fn queue_depth(&self) -> i64 {
+        0
+    }
+
+    fn flush(&self, _timeout: std::time::Duration) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+fn main() {
+    let measuring = std::env::args().any(|a| a == "--bench");
+    let (runs, per_run) = if measuring { (7, 20_000) } else { (1, 200) };
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut config = Config::load_with_env(&root.join("config/dev.toml"), std::iter::empty()).expect("dev config");
+    // As the benchmarks run it: the dev profile without quotas.
+    config.quotas.source = None;
+    config.quotas.auth_failures = None;
+    let catalog = eventgw_schemas::loader::load_catalog(&config.catalog.dir).expect("catalog");
+    let examples: Vec<Value> = catalog.events().iter().filter_map(|e| e.latest().examples.first().cloned()).collect();
+    let bodies: Vec<Vec<u8>> = (0..4096)
+        .map(|n| {
+            let mut event = examples[n % examples.len()].clone();
+            event["messageId"] = json!(format!("bench-{n}-{}", uuid::Uuid::new_v4().simple()));
+            let user = json!(format!("user-{}", n % 1000));
+            if event.get("userId").is_some() {
+                event["userId"] = user;
+            } else {
+                event["anonymousId"] = user;
+            }
+            json!({ "batch": [event] }).to_string().into_bytes()
+        })
+        .collect();
+    let state = AppState::new(config, Arc::new(NullSink)).expect("state");
+    let site = eventgw_catalog::site::Site::for_catalog(&state.catalog, &state.config.catalog.dir);
+    let live = state.config.live.enabled;
+    let data = web::Data::new(state);
+    actix_web::rt::System::new().block_on(async move {
+        let app = test::init_service(
+            App::new()
+                .app_data(data.clone())
+                .wrap_fn(gateway::server::edge)
+                .configure(|app| gateway::server::routes(app, site, live)),
+        )
+        .await;
+        let mut figures = Vec::new();
+        for run in 0..runs {
+            let (started, cpu) = (Instant::now(), thread_cpu_ns());
+            for i in 0..per_run {
+                let body = bodies[(run * per_run + i) % bodies.len()].clone();
+                let req = test::TestRequest::post()
+                    .uri("/v1/batch")
+                    .insert_header(("authorization", "Basic ZGVtby13cml0ZS1rZXk6"))
+                    .insert_header(("content-type", "application/json"))
+                    .insert_header(("user-agent", "Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0.0.0 Safari/537.36"))
+                    .peer_addr("203.0.113.7:50000".parse().expect("addr"))
+                    .set_payload(body)
+                    .to_request();
+                let answer = test::call_service(&app, req).await;
+                assert!(answer.status().is_success(), "{}", answer.status());
+                black_box(test::read_body(answer).await);
+            }
+            let per = |ns: f64| ns / per_run as f64 / 1000.0;
+            figures.push((per((thread_cpu_ns() - cpu) as f64), per(started.elapsed().as_nanos() as f64)));
+        }
+        let median = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            (v[v.len() / 2], v[0], v[v.len() - 1])
+        };
+        let (cpu, cpu_lo, cpu_hi) = median(figures.iter().map(|f| f.0).collect());
+        let (wall, wall_lo, wall_hi) = median(figures.iter().map(|f| f.1).collect());
+        println!(
+            "single-event request, in process (our own work): CPU {cpu:.2} µs ({cpu_lo:.2}-{cpu_hi:.2}), \
+             wall {wall:.2} µs ({wall_lo:.2}-{wall_hi:.2}); medians of {runs} runs of {per_run} requests"
+        );
+    });
+}
