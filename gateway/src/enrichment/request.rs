@@ -299,7 +299,7 @@ impl<'a> EdgeRequest<'a> {
         // A tracker's event its decoder could not read keeps the tracker's
         // shape: Snowplow's client-reported address is a top-level `ip`.
         let ip = self.settings.privacy.ip != IpPolicy::Keep
-            && (event.pointer("/context/ip").is_some() || event.get("ip").is_some());
+            && (event.get("context").and_then(|c| c.get("ip")).is_some() || event.get("ip").is_some());
         if !personal && !ip {
             return Cow::Borrowed(event);
         }

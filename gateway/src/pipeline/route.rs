@@ -39,7 +39,8 @@ impl Admission<'_> {
             let message = format!("source `{}` may not send `{name}` (domain `{}`)", self.source.id, event_type.domain);
             return Err(Refusal::Reject(Code::DomainNotAllowed, message));
         }
-        let pinned = match event.pointer("/context/schemaVersion") {
+        // Not `pointer`: it splits and unescapes the path on every call.
+        let pinned = match event.get("context").and_then(|c| c.get("schemaVersion")) {
             None | Some(Value::Null) => None,
             Some(v) => match v.as_u64().and_then(|v| u32::try_from(v).ok()) {
                 Some(v) => Some(v),
