@@ -8,10 +8,11 @@
 //! profile without Kafka or the load generator in the samples.
 //!
 //! Each request is a `POST /v1/batch` with one of the catalog's examples
-//! (a fresh `messageId`, one of 1,000 users), as `loadtest` sends them.
-//! `cargo bench -p eventgw --bench request` measures (7 runs of 20,000
-//! requests; the median run and the spread); under `cargo test` it runs
-//! one short run only, to prove it still works.
+//! (a fresh `messageId`, one of 1,000 users), as `loadtest` sends them;
+//! then the same with batches of 50 (per event). `cargo bench -p eventgw
+//! --bench request` measures (7 runs of 20,000 single-event requests and of
+//! 800 batches; the median run and the spread); under `cargo test` it runs
+//! one short run of each only, to prove it still works.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -63,6 +64,7 @@ impl Sink for NullSink {
 fn main() {
     let measuring = std::env::args().any(|a| a == "--bench");
     let (runs, per_run) = if measuring { (7, 20_000) } else { (1, 200) };
+    let per_batch_run = if measuring { 800 } else { 10 };
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut config = Config::load_with_env(&root.join("config/dev.toml"), std::iter::empty()).expect("dev config");
     // As the benchmarks run it: the dev profile without quotas.
@@ -70,17 +72,22 @@ fn main() {
     config.quotas.auth_failures = None;
     let catalog = eventgw_schemas::loader::load_catalog(&config.catalog.dir).expect("catalog");
     let examples: Vec<Value> = catalog.events().iter().filter_map(|e| e.latest().examples.first().cloned()).collect();
-    let bodies: Vec<Vec<u8>> = (0..4096)
-        .map(|n| {
-            let mut event = examples[n % examples.len()].clone();
-            event["messageId"] = json!(format!("bench-{n}-{}", uuid::Uuid::new_v4().simple()));
-            let user = json!(format!("user-{}", n % 1000));
-            if event.get("userId").is_some() {
-                event["userId"] = user;
-            } else {
-                event["anonymousId"] = user;
-            }
-            json!({ "batch": [event] }).to_string().into_bytes()
+    let event = |n: usize| {
+        let mut event = examples[n % examples.len()].clone();
+        event["messageId"] = json!(format!("bench-{n}-{}", uuid::Uuid::new_v4().simple()));
+        let user = json!(format!("user-{}", n % 1000));
+        if event.get("userId").is_some() {
+            event["userId"] = user;
+        } else {
+            event["anonymousId"] = user;
+        }
+        event
+    };
+    let singles: Vec<Vec<u8>> = (0..4096).map(|n| json!({ "batch": [event(n)] }).to_string().into_bytes()).collect();
+    let batches: Vec<Vec<u8>> = (0..256)
+        .map(|b| {
+            let events: Vec<Value> = (0..50).map(|i| event(b * 50 + i)).collect();
+            json!({ "batch": events }).to_string().into_bytes()
         })
         .collect();
     let state = AppState::new(config, Arc::new(NullSink)).expect("state");
@@ -95,35 +102,40 @@ fn main() {
                 .configure(|app| gateway::server::routes(app, site, live)),
         )
         .await;
-        let mut figures = Vec::new();
-        for run in 0..runs {
-            let (started, cpu) = (Instant::now(), thread_cpu_ns());
-            for i in 0..per_run {
-                let body = bodies[(run * per_run + i) % bodies.len()].clone();
-                let req = test::TestRequest::post()
-                    .uri("/v1/batch")
-                    .insert_header(("authorization", "Basic ZGVtby13cml0ZS1rZXk6"))
-                    .insert_header(("content-type", "application/json"))
-                    .insert_header(("user-agent", "Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0.0.0 Safari/537.36"))
-                    .peer_addr("203.0.113.7:50000".parse().expect("addr"))
-                    .set_payload(body)
-                    .to_request();
-                let answer = test::call_service(&app, req).await;
-                assert!(answer.status().is_success(), "{}", answer.status());
-                black_box(test::read_body(answer).await);
+        for (what, bodies, requests, events) in [
+            ("single-event request", &singles, per_run, 1),
+            ("batched event (batches of 50)", &batches, per_batch_run, 50),
+        ] {
+            let mut figures = Vec::new();
+            for run in 0..runs {
+                let (started, cpu) = (Instant::now(), thread_cpu_ns());
+                for i in 0..requests {
+                    let body = bodies[(run * requests + i) % bodies.len()].clone();
+                    let req = test::TestRequest::post()
+                        .uri("/v1/batch")
+                        .insert_header(("authorization", "Basic ZGVtby13cml0ZS1rZXk6"))
+                        .insert_header(("content-type", "application/json"))
+                        .insert_header(("user-agent", "Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0.0.0 Safari/537.36"))
+                        .peer_addr("203.0.113.7:50000".parse().expect("addr"))
+                        .set_payload(body)
+                        .to_request();
+                    let answer = test::call_service(&app, req).await;
+                    assert!(answer.status().is_success(), "{}", answer.status());
+                    black_box(test::read_body(answer).await);
+                }
+                let per = |ns: f64| ns / (requests * events) as f64 / 1000.0;
+                figures.push((per((thread_cpu_ns() - cpu) as f64), per(started.elapsed().as_nanos() as f64)));
             }
-            let per = |ns: f64| ns / per_run as f64 / 1000.0;
-            figures.push((per((thread_cpu_ns() - cpu) as f64), per(started.elapsed().as_nanos() as f64)));
+            let median = |mut v: Vec<f64>| {
+                v.sort_by(f64::total_cmp);
+                (v[v.len() / 2], v[0], v[v.len() - 1])
+            };
+            let (cpu, cpu_lo, cpu_hi) = median(figures.iter().map(|f| f.0).collect());
+            let (wall, wall_lo, wall_hi) = median(figures.iter().map(|f| f.1).collect());
+            println!(
+                "{what}, in process (our own work): CPU {cpu:.2} µs ({cpu_lo:.2}-{cpu_hi:.2}), \
+                 wall {wall:.2} µs ({wall_lo:.2}-{wall_hi:.2}); medians of {runs} runs of {requests} requests"
+            );
         }
-        let median = |mut v: Vec<f64>| {
-            v.sort_by(f64::total_cmp);
-            (v[v.len() / 2], v[0], v[v.len() - 1])
-        };
-        let (cpu, cpu_lo, cpu_hi) = median(figures.iter().map(|f| f.0).collect());
-        let (wall, wall_lo, wall_hi) = median(figures.iter().map(|f| f.1).collect());
-        println!(
-            "single-event request, in process (our own work): CPU {cpu:.2} µs ({cpu_lo:.2}-{cpu_hi:.2}), \
-             wall {wall:.2} µs ({wall_lo:.2}-{wall_hi:.2}); medians of {runs} runs of {per_run} requests"
-        );
     });
 }
