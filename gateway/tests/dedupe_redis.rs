@@ -237,3 +237,36 @@ async fn ids_of_a_gateway_that_died_mid_request_are_looked_up_in_kafka() {
     plain.stop().await;
     gw.stop().await;
 }
+
+/// Extending answers how many reservations are no longer the caller's: a
+/// lease that lapsed with nobody taking it over is simply extended again
+/// (the holder was out of reach, not dead); one a retry took over is lost.
+#[actix_web::test]
+async fn extending_counts_the_reservations_a_retry_took_over() {
+    if common::without_redis() {
+        return;
+    }
+    use gateway::dedupe::{Claim, EventId, RedisStore, Reservation, Store as _};
+    let port = base_port();
+    redis("test", port, "start");
+    let url = format!("redis://127.0.0.1:{port}/");
+    let lease = Duration::from_millis(300);
+    let store = RedisStore::new(&url, Duration::from_secs(3600), lease, Duration::from_secs(2)).expect("store");
+    let reservation = |id: &str, token: u64| Reservation {
+        id: EventId { source: "lease-test".into(), message_id: id.to_owned() },
+        fingerprint: 7,
+        token,
+        topic: "web.tracking".into(),
+    };
+    let (kept, taken) = (unique("dd-lease-kept"), unique("dd-lease-taken"));
+    let held = vec![reservation(&kept, 1), reservation(&taken, 1)];
+    assert_eq!(store.reserve(held.clone()).await.expect("reserved"), vec![Claim::New, Claim::New]);
+    actix_web::rt::time::sleep(lease + Duration::from_millis(200)).await;
+    // Both leases lapsed; a retry (another token) takes `taken` over.
+    let retry = store.reserve(vec![reservation(&taken, 2)]).await.expect("retry");
+    assert!(matches!(retry[0], Claim::InDoubt(7, _)), "{retry:?}");
+    assert_eq!(store.extend(held.clone()).await.expect("extended"), 1, "`taken` is lost, `kept` extended");
+    // `kept` holds again: another retry waits.
+    assert_eq!(store.reserve(vec![reservation(&kept, 3)]).await.expect("kept"), vec![Claim::Pending]);
+    assert_eq!(store.extend(vec![reservation(&taken, 2)]).await.expect("the taker's"), 0);
+}

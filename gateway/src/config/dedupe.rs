@@ -58,6 +58,14 @@ pub struct DedupeConfig {
     pub on_store_error: OnStoreError,
     /// Longest wait for one store answer before it counts as a store error.
     pub store_timeout_ms: u64,
+    /// How long a reservation holds without being extended (at least twice
+    /// `server.request_timeout_ms`). A request whose produce is in flight
+    /// extends it every sixth of this, so it is also the longest outage of
+    /// the store a live gateway rides out without losing its reservations
+    /// (less one extension period); and it is how long the retries of a
+    /// gateway that died mid-request wait before their ids are looked up in
+    /// Kafka. See docs/scale-out.md.
+    pub lease_secs: u64,
     /// The producer's `message.timeout.ms` while dedupe is on (the spool's
     /// own setting wins when it is on too): long, so a record whose request
     /// timed out is still delivered once by librdkafka's idempotent retries
@@ -78,6 +86,7 @@ impl Default for DedupeConfig {
             redis_url: "redis://127.0.0.1:6379".into(),
             on_store_error: OnStoreError::Produce,
             store_timeout_ms: 500,
+            lease_secs: 30,
             delivery_timeout_ms: 600_000,
         }
     }
@@ -97,6 +106,9 @@ impl DedupeConfig {
         }
         if self.path.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
             return Err(("dedupe.path", "must name a directory (or be left out)".into()));
+        }
+        if self.lease_secs == 0 {
+            return Err(("dedupe.lease_secs", "must be above 0".into()));
         }
         if self.store_timeout_ms == 0 {
             return Err(("dedupe.store_timeout_ms", "must be above 0".into()));

@@ -267,15 +267,19 @@ impl MemoryStore {
             .sum()
     }
 
-    /// [`Store::extend`] at time `now`.
-    pub fn extend_at(&self, ids: &[Reservation], now: Instant) {
+    /// [`Store::extend`] at time `now`: how many of `ids` are no longer
+    /// reserved with their token.
+    pub fn extend_at(&self, ids: &[Reservation], now: Instant) -> usize {
         let mut state = self.lock();
+        let mut lost = 0;
         for r in ids {
             let id = compact(&mut state, &r.id.source, &r.id.message_id);
-            if let Some(pending) = state.pending.get_mut(&id).filter(|p| p.token == r.token) {
-                pending.expires = now + self.pending_ttl;
+            match state.pending.get_mut(&id).filter(|p| p.token == r.token) {
+                Some(pending) => pending.expires = now + self.pending_ttl,
+                None => lost += 1,
             }
         }
+        lost
     }
 
     /// Drops the slices whose newest id is older than the window.
@@ -329,9 +333,9 @@ impl Store for MemoryStore {
         async { Ok(()) }.boxed()
     }
 
-    fn extend(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<(), StoreError>> {
-        self.extend_at(&ids, Instant::now());
-        async { Ok(()) }.boxed()
+    fn extend(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<usize, StoreError>> {
+        let lost = self.extend_at(&ids, Instant::now());
+        async move { Ok(lost) }.boxed()
     }
 
     fn check(&self) -> BoxFuture<'static, Result<(), StoreError>> {

@@ -99,10 +99,10 @@ fn an_extended_reservation_outlives_its_ttl_and_only_its_token_extends() {
     let s = store(1000);
     let now = Instant::now();
     s.reserve_at(&[id("web", "m-1", 1)], now);
-    s.extend_at(&[id("web", "m-1", 2)], now + Duration::from_secs(15));
+    assert_eq!(s.extend_at(&[id("web", "m-1", 2)], now + Duration::from_secs(15)), 1, "another token's: lost");
     assert_eq!(s.reserve_at(&[id("web", "m-1", 3)], now + Duration::from_secs(21)), vec![Claim::New], "not extended");
     let t = now + Duration::from_secs(100);
     s.reserve_at(&[id("web", "m-2", 1)], t);
-    s.extend_at(&[id("web", "m-2", 1)], t + Duration::from_secs(15));
+    assert_eq!(s.extend_at(&[id("web", "m-2", 1)], t + Duration::from_secs(15)), 0, "its own: kept");
     assert_eq!(s.reserve_at(&[id("web", "m-2", 3)], t + Duration::from_secs(30)), vec![Claim::Pending]);
 }

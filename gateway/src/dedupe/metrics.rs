@@ -23,6 +23,9 @@ pub struct DedupeMetrics {
     pub evicted: IntCounter,
     /// Ids the memory store holds.
     pub held: IntGauge,
+    /// Reservations a request lost while its record was in flight (a retry
+    /// took the id over after the lease lapsed): that event may be stored twice.
+    pub leases_lost: IntCounter,
 }
 
 impl DedupeMetrics {
@@ -59,6 +62,11 @@ impl DedupeMetrics {
                 "Ids the memory store forgot before their window ended, to stay within max_ids.",
             ),
             held: IntGauge::new("eventgw_dedupe_ids", "Ids the memory store holds.").expect("valid metric"),
+            leases_lost: counter(
+                "eventgw_dedupe_leases_lost_total",
+                "Reservations lost while their record was in flight (the store was out of reach longer than the \
+                 lease and a retry took the id over): those events may be stored twice.",
+            ),
         }
     }
 
@@ -73,6 +81,7 @@ impl DedupeMetrics {
             Box::new(self.store_latency.clone()),
             Box::new(self.evicted.clone()),
             Box::new(self.held.clone()),
+            Box::new(self.leases_lost.clone()),
         ];
         for collector in collectors {
             if let Err(e) = registry.register(collector) {

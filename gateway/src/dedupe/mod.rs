@@ -103,9 +103,11 @@ pub trait Store: Send + Sync + 'static {
     /// Forgets the ids still reserved with their token (the produce failed).
     fn release(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<(), StoreError>>;
     /// Keeps the ids still reserved with their token reserved for another
-    /// pending TTL: called while their produce is in flight, so a live
-    /// request never loses its reservation and a dead one's lapses soon.
-    fn extend(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<(), StoreError>>;
+    /// lease: called while their produce is in flight, so a live request
+    /// keeps its reservation and a dead one's lapses. Answers how many of
+    /// `ids` are no longer this request's (taken over by a retry after the
+    /// lease lapsed, or gone): their records may be stored twice.
+    fn extend(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<usize, StoreError>>;
     /// Whether the store answers now.
     fn check(&self) -> BoxFuture<'static, Result<(), StoreError>>;
     /// How long a reservation lasts unless extended.
@@ -145,9 +147,9 @@ pub fn fingerprint(record: &OutRecord) -> u32 {
 }
 
 /// `sink` with dedupe in front when `[dedupe]` is enabled, else `sink`.
-/// A reservation lapses after twice the request timeout: by then the
-/// request that made it has been answered, and its task has settled it
-/// unless the process died. With `[dedupe] path` the memory store reads
+/// A reservation's lease is `dedupe.lease_secs`, at least twice the request
+/// timeout: by then the request that made it has been answered, and its
+/// task has settled it or keeps extending it, unless the process died. With `[dedupe] path` the memory store reads
 /// its id log back first and looks up the ids a crash left in doubt in
 /// Kafka (a thread of its own; their retries wait meanwhile).
 pub fn wrap(
@@ -160,7 +162,7 @@ pub fn wrap(
     }
     let request_timeout = std::time::Duration::from_millis(config.server.request_timeout_ms);
     let window = std::time::Duration::from_secs(dedupe.window_secs);
-    let pending_ttl = (request_timeout * 2).max(std::time::Duration::from_secs(1));
+    let pending_ttl = (request_timeout * 2).max(std::time::Duration::from_secs(dedupe.lease_secs));
     let store: std::sync::Arc<dyn Store> = match (dedupe.store, &dedupe.path) {
         (StoreKind::Memory, None) => std::sync::Arc::new(MemoryStore::new(window, dedupe.max_ids, pending_ttl)),
         (StoreKind::Memory, Some(path)) => {

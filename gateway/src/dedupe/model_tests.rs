@@ -36,7 +36,7 @@ impl Store for FlakyStore {
     fn release(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<(), StoreError>> {
         if self.settle_fails.load(Ordering::SeqCst) { down() } else { self.inner.release(ids) }
     }
-    fn extend(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<(), StoreError>> {
+    fn extend(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<usize, StoreError>> {
         if self.settle_fails.load(Ordering::SeqCst) { down() } else { self.inner.extend(ids) }
     }
     fn check(&self) -> BoxFuture<'static, Result<(), StoreError>> {
@@ -207,7 +207,7 @@ fn the_model_catches_a_store_that_confirms_failed_produces() {
         fn release(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<(), StoreError>> {
             self.0.confirm(ids)
         }
-        fn extend(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<(), StoreError>> {
+        fn extend(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<usize, StoreError>> {
             self.0.extend(ids)
         }
         fn check(&self) -> BoxFuture<'static, Result<(), StoreError>> {
@@ -268,5 +268,78 @@ fn a_different_event_under_a_stored_id_is_a_counted_duplicate() {
         assert_eq!(sink.store_all(vec![record(1)], deadline).await, vec![Ok(Stored::Duplicate)]);
         assert_eq!((sink.metrics().duplicates.get(), sink.metrics().conflicts.get()), (2, 1));
         assert_eq!(memory.records().len(), 1);
+    });
+}
+
+/// A request in flight whose extensions fail tries again within
+/// `EXTEND_RETRY`, not a whole period later; reservations a retry took
+/// over meanwhile are counted once, however often the store reports them.
+#[test]
+fn failed_extensions_are_retried_soon_and_lost_leases_counted_once() {
+    struct Scripted {
+        inner: MemoryStore,
+        answers: std::sync::Mutex<std::collections::VecDeque<Result<usize, StoreError>>>,
+        calls: std::sync::atomic::AtomicUsize,
+    }
+    impl Store for Scripted {
+        fn reserve(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<Vec<Claim>, StoreError>> {
+            self.inner.reserve(ids)
+        }
+        fn confirm(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<(), StoreError>> {
+            self.inner.confirm(ids)
+        }
+        fn release(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<(), StoreError>> {
+            self.inner.release(ids)
+        }
+        fn extend(&self, _ids: Vec<Reservation>) -> BoxFuture<'static, Result<usize, StoreError>> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            let answer = self.answers.lock().expect("answers").pop_front().unwrap_or(Ok(2));
+            async move { answer }.boxed()
+        }
+        fn check(&self) -> BoxFuture<'static, Result<(), StoreError>> {
+            self.inner.check()
+        }
+        fn pending_ttl(&self) -> Duration {
+            self.inner.pending_ttl()
+        }
+    }
+    /// Answers after 1.6 s: a produce in flight across several extensions.
+    struct Late(Arc<MemorySink>);
+    impl Sink for Late {
+        fn send_all(&self, records: Vec<OutRecord>) -> BoxFuture<'static, Vec<Result<Delivered, SinkError>>> {
+            let sent = self.0.send_all(records);
+            async move {
+                tokio::time::sleep(Duration::from_millis(1600)).await;
+                sent.await
+            }
+            .boxed()
+        }
+        fn check_ready(&self) -> BoxFuture<'static, Result<(), String>> {
+            self.0.check_ready()
+        }
+        fn queue_depth(&self) -> i64 {
+            0
+        }
+        fn flush(&self, _timeout: Duration) -> Result<(), String> {
+            Ok(())
+        }
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    runtime.block_on(async {
+        let memory = Arc::new(MemorySink::default());
+        // A 6 s lease: an extension is due every second.
+        let down = || Err(StoreError("Redis did not answer".into()));
+        let store = Arc::new(Scripted {
+            inner: MemoryStore::new(Duration::from_secs(60), 100, Duration::from_secs(6)),
+            answers: std::sync::Mutex::new([down(), down(), Ok(2)].into_iter().collect()),
+            calls: std::sync::atomic::AtomicUsize::new(0),
+        });
+        let sink = DedupeSink::new(Arc::new(Late(Arc::clone(&memory))), store.clone(), OnStoreError::Unavailable);
+        let stored = sink.store_all(vec![record(1), record(2)], Duration::from_secs(5)).await;
+        assert!(stored.iter().all(|s| matches!(s, Ok(Stored::Kafka(_)))), "{stored:?}");
+        // At 1 s (fails), 1.25 s (fails), 1.5 s (2 lost), then once more after the produce settled.
+        assert_eq!(store.calls.load(Ordering::SeqCst), 4, "extensions");
+        assert_eq!(sink.metrics().leases_lost.get(), 2, "each lost reservation counted once");
+        assert_eq!(sink.metrics().store_errors.with_label_values(&["extend"]).get(), 2);
     });
 }

@@ -4,9 +4,10 @@
 //! Keys are `eventgw:dedupe:<len(source)>:<source>:<messageId>` (the length
 //! makes the split exact whatever the source id holds); the value is
 //! `p:<fingerprint>:<token>:<lease>:<reserved at>:<topic>` while reserved
-//! (the lease runs for the pending TTL and is extended while the produce
-//! is in flight; once it ran out, the gateway holding it died, and the id
-//! is *in doubt*: see `RESERVE`) and `c:<fingerprint>` once confirmed;
+//! (the lease runs for `dedupe.lease_secs` and is extended while the
+//! produce is in flight; once it ran out, the gateway holding it died or
+//! could not reach Redis for most of a lease, and the id is *in doubt*:
+//! see `RESERVE`) and `c:<fingerprint>` once confirmed;
 //! both expire after the window.
 //! Reserving and releasing are Lua scripts (atomic per batch, one round
 //! trip); confirming is a pipeline of plain `SET … PX`, which overwrites
@@ -64,19 +65,23 @@ end
 return 0
 ";
 
+// Extends the leases still this request's (even one that lapsed, if no
+// retry took it over meanwhile) and answers how many are not: taken over,
+// confirmed by another request, or gone.
 const EXTEND: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local lost = 0
 for i, key in ipairs(KEYS) do
   local old = redis.call('GET', key)
-  if old and string.sub(old, 1, #ARGV[i + 2]) == ARGV[i + 2] then
-    local rest = string.match(old, '^p:%d+:%d+:%d+:(.*)$')
-    if rest then
-      redis.call('SET', key, ARGV[i + 2] .. string.format('%d', now + tonumber(ARGV[1])) .. ':' .. rest, 'PX', ARGV[2])
-    end
+  local rest = old and string.sub(old, 1, #ARGV[i + 2]) == ARGV[i + 2] and string.match(old, '^p:%d+:%d+:%d+:(.*)$')
+  if rest then
+    redis.call('SET', key, ARGV[i + 2] .. string.format('%d', now + tonumber(ARGV[1])) .. ':' .. rest, 'PX', ARGV[2])
+  else
+    lost = lost + 1
   end
 end
-return 0
+return lost
 ";
 
 /// The connections run on their own small runtime, alive for the process:
@@ -219,7 +224,7 @@ impl Store for RedisStore {
         })
     }
 
-    fn extend(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<(), StoreError>> {
+    fn extend(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<usize, StoreError>> {
         let script = self.extend.clone();
         let (pending_ms, window_ms) = (self.pending_ms, self.window_ms);
         let mut connection = self.connection.clone();
@@ -229,7 +234,7 @@ impl Store for RedisStore {
             for r in &ids {
                 invocation.key(key(r)).arg(pending_prefix(r));
             }
-            invocation.invoke_async::<i64>(&mut connection).await.map(drop)
+            invocation.invoke_async::<usize>(&mut connection).await
         })
     }
 

@@ -10,6 +10,8 @@ use super::{Claim, DedupeMetrics, OnStoreError, Reservation, Store, StoreError, 
 
 /// Longest look-up in Kafka of ids in doubt, within one request.
 const LOOKUP_TIMEOUT: Duration = Duration::from_secs(3);
+/// How soon a failed extension of reservations in flight is tried again.
+const EXTEND_RETRY: Duration = Duration::from_millis(250);
 use crate::sink::{Delivered, OutRecord, Sink, SinkError, SpoolStatus, Stored};
 
 /// The message of a retry whose first request is still in flight.
@@ -262,26 +264,65 @@ impl Run {
     }
 
     /// Awaits the produce, extending its reservations meanwhile (a produce
-    /// can outlast the request: see the module's notes).
+    /// can outlast the request: see the module's notes). An extension is
+    /// due every sixth of the lease; one that fails is tried again after
+    /// [`EXTEND_RETRY`], not a whole period later, so a live request gets
+    /// its lease back as soon as the store answers again. Once the produce
+    /// settled after a failed extension, one more extension asks the store
+    /// whether a retry took any id over meanwhile: those events may be
+    /// stored twice, and are counted and logged as such.
     async fn keep_reserved(
         &self,
         produce: BoxFuture<'static, Vec<Result<Stored, SinkError>>>,
         held: Vec<Reservation>,
     ) -> Vec<Result<Stored, SinkError>> {
-        let every = (self.store.pending_ttl() / 3).max(Duration::from_millis(10));
+        let every = (self.store.pending_ttl() / 6).max(Duration::from_millis(10));
         let mut produce = produce.fuse();
-        loop {
-            let mut tick = Box::pin(tokio::time::sleep(every)).fuse();
+        let mut next = every;
+        let (mut failed, mut lost) = (false, 0);
+        let stored = loop {
+            let mut tick = Box::pin(tokio::time::sleep(next)).fuse();
             futures::select! {
-                stored = produce => return stored,
-                () = tick => {
-                    if !held.is_empty()
-                        && let Err(e) = self.store.extend(held.clone()).await
-                    {
-                        self.metrics.store_errors.with_label_values(&["extend"]).inc();
-                        tracing::warn!(error = %e, "Dedupe store did not extend reservations in flight");
+                stored = produce => break stored,
+                () = tick => next = match self.extend(&held, &mut lost).await {
+                    Ok(()) => every,
+                    Err(()) => {
+                        failed = true;
+                        EXTEND_RETRY.min(every)
                     }
-                }
+                },
+            }
+        };
+        if failed {
+            // Best effort: a store still out of reach was counted above.
+            let _ = self.extend(&held, &mut lost).await;
+        }
+        stored
+    }
+
+    /// Extends `held`; counts the ids a retry took over (`lost`: those
+    /// counted so far, for this request).
+    async fn extend(&self, held: &[Reservation], lost: &mut usize) -> Result<(), ()> {
+        if held.is_empty() {
+            return Ok(());
+        }
+        match self.store.extend(held.to_vec()).await {
+            Ok(now_lost) if now_lost <= *lost => Ok(()),
+            Ok(now_lost) => {
+                self.metrics.leases_lost.inc_by((now_lost - *lost) as u64);
+                *lost = now_lost;
+                tracing::error!(
+                    lost = now_lost,
+                    held = held.len(),
+                    "Dedupe reservations of records in flight were taken over after their lease lapsed (the store \
+                     was out of reach longer than dedupe.lease_secs); those events may be stored twice"
+                );
+                Ok(())
+            }
+            Err(e) => {
+                self.metrics.store_errors.with_label_values(&["extend"]).inc();
+                tracing::warn!(error = %e, "Dedupe store did not extend reservations in flight; trying again");
+                Err(())
             }
         }
     }

@@ -1,0 +1,223 @@
+//! Dedupe's shared store out of reach while a record is in flight: the
+//! sequence nemesis seed 13 found (docs/nemesis.md). A batch reaches gw1,
+//! whose path to the broker is black-holed (a TCP proxy), so its records
+//! stay in gw1's producer past the request deadline (503). Redis is then
+//! paused with `SIGSTOP` for longer than the old 12 s lease, so no gateway
+//! can extend or read a reservation. When Redis answers again, the client
+//! retries through gw2, which reaches the broker directly; then the path
+//! heals and gw1's records land. Each event must be stored once: gw2 must
+//! not treat a live gateway's reservation as one a dead gateway left.
+//! Long-running: `cargo test -p eventgw --test faults_dedupe -- --ignored`
+//! (scripts/faults runs it, and the quick set in scripts/test).
+
+mod common;
+mod faults_harness;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use faults_harness::cluster::Cluster;
+use faults_harness::gateway_process::GatewayProcess;
+use faults_harness::proxy::{Mode, Proxy};
+use faults_harness::reconcile::read_back;
+use faults_harness::{REQUEST_TIMEOUT_MS, blocking, run_id, sleep};
+use serde_json::{Value, json};
+
+const CLUSTER_PORT: u16 = 19650;
+const PROXY: u16 = 19659;
+const REDIS_PORT: u16 = 29270;
+const REDIS_INSTANCE: &str = "faults-dedupe";
+/// Longer than the lease before the fix (twice the 6 s request deadline),
+/// shorter than `dedupe.lease_secs` (30 s) less one extension period.
+const REDIS_PAUSE: Duration = Duration::from_secs(14);
+
+fn redis(action: &str) -> bool {
+    Command::new(common::repo_root().join("scripts/redis"))
+        .arg(action)
+        .env("REDIS_INSTANCE", REDIS_INSTANCE)
+        .env("REDIS_PORT", REDIS_PORT.to_string())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Stops this scenario's Redis (resumed first if paused) even when it fails.
+struct RedisGuard;
+
+impl Drop for RedisGuard {
+    fn drop(&mut self) {
+        if let Ok(pid) = std::fs::read_to_string(state_dir().join(format!("redis/{REDIS_INSTANCE}/redis.pid"))) {
+            let _ = Command::new("kill").args(["-CONT", pid.trim()]).status();
+        }
+        redis("stop");
+    }
+}
+
+fn state_dir() -> std::path::PathBuf {
+    std::env::var_os("EVENTGW_STATE").map_or_else(|| common::repo_root().join(".cache"), std::path::PathBuf::from)
+}
+
+fn redis_pid() -> String {
+    let pid = std::fs::read_to_string(state_dir().join(format!("redis/{REDIS_INSTANCE}/redis.pid")));
+    pid.expect("scripts/redis wrote a pid file").trim().to_owned()
+}
+
+fn signal(sig: &str, pid: &str) {
+    let ok = Command::new("kill").args([sig, pid]).status().is_ok_and(|s| s.success());
+    assert!(ok, "kill {sig} {pid} (Redis) failed");
+}
+
+fn batch(ids: &[String]) -> Value {
+    let events: Vec<Value> = ids
+        .iter()
+        .map(|id| {
+            json!({"type": "track", "event": "Link Clicked", "userId": "lease-user", "messageId": id,
+                "properties": {"href": "https://shop.example/next"}})
+        })
+        .collect();
+    json!({ "batch": events })
+}
+
+/// The answer's status and its events' statuses, or `timeout`.
+async fn post(client: &reqwest::Client, url: &str, body: &Value) -> (u16, String) {
+    match client.post(format!("{url}/v1/batch")).basic_auth("demo-write-key", Some("")).json(body).send().await {
+        Ok(r) => {
+            let status = r.status().as_u16();
+            let answer: Value = r.json().await.unwrap_or(Value::Null);
+            let events: Vec<&str> = answer["events"]
+                .as_array()
+                .map(|a| a.iter().map(|e| e["status"].as_str().unwrap_or("?")).collect())
+                .unwrap_or_default();
+            let code = answer["code"].as_str().or_else(|| answer["error"]["code"].as_str()).unwrap_or("");
+            (status, format!("{code}{}{}", if code.is_empty() { "" } else { " " }, events.join(",")))
+        }
+        Err(e) => (0, format!("no answer: {e}")),
+    }
+}
+
+fn counter(text: &str, name: &str) -> u64 {
+    text.lines()
+        .filter(|l| l.starts_with(name))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .map(|v| v as u64)
+        .sum()
+}
+
+async fn metrics(gw: &GatewayProcess) -> String {
+    match reqwest::get(format!("{}/metrics", gw.url)).await {
+        Ok(r) => r.text().await.unwrap_or_default(),
+        Err(_) => String::new(),
+    }
+}
+
+#[actix_web::test]
+#[ignore = "starts its own broker and Redis; run by scripts/faults and scripts/test"]
+async fn redis_paused_past_the_old_lease_while_a_record_is_in_flight_stores_it_once() {
+    let mut cluster = Cluster::new("dedupe-lease", 1, CLUSTER_PORT);
+    cluster.proxy_base = Some(PROXY);
+    cluster.start_fresh().await;
+    let proxy = Proxy::start(PROXY, cluster.external_port(1)).await;
+    assert!(blocking(|| redis("reset") && redis("start")).await, "scripts/redis start ({REDIS_INSTANCE})");
+    let redis_guard = RedisGuard;
+    let url = format!("redis://127.0.0.1:{REDIS_PORT}/");
+    let env = [
+        ("EVENTGW__DEDUPE__STORE", "redis"),
+        ("EVENTGW__DEDUPE__REDIS_URL", url.as_str()),
+        ("EVENTGW__DEDUPE__ON_STORE_ERROR", "unavailable"),
+    ];
+    let gw1 = GatewayProcess::start_with_env("dedupe-lease-1", &format!("127.0.0.1:{PROXY}"), 1, &env).await;
+    let gw2 = GatewayProcess::start_with_env("dedupe-lease-2", &cluster.brokers(), 1, &env).await;
+    let client = reqwest::Client::builder().timeout(Duration::from_secs(40)).build().expect("client");
+    let run = run_id("lease");
+
+    // Both gateways reach the broker and Redis.
+    for (gw, n) in [(&gw1, 0), (&gw2, 1)] {
+        let warm = batch(&[format!("{run}-warm{n}")]);
+        assert_eq!(post(&client, &gw.url, &warm).await, (200, "accepted".into()), "{} warms up", gw.url);
+    }
+
+    let ids: Vec<String> = (0..4).map(|i| format!("{run}-e{i}")).collect();
+    let body = batch(&ids);
+    proxy.set(Mode::BlackHole);
+    let first = {
+        let (client, url, body) = (client.clone(), gw1.url.clone(), body.clone());
+        actix_web::rt::spawn(async move { post(&client, &url, &body).await })
+    };
+    sleep(Duration::from_secs(1)).await;
+    let pid = redis_pid();
+    signal("-STOP", &pid);
+    let paused = Instant::now();
+    sleep(REDIS_PAUSE).await;
+    signal("-CONT", &pid);
+    let first = first.await.expect("first request");
+    assert_eq!(first.0, 503, "gw1 cannot reach the broker: answered 503 at the deadline ({first:?})");
+
+    // The retry through gw2, at once: gw1's records are still in flight.
+    let retried = post(&client, &gw2.url, &body).await;
+    sleep(Duration::from_secs(1)).await;
+    proxy.set(Mode::Pass);
+    let healed = Instant::now();
+    // Retries until answered 200, as an SDK does.
+    let mut last = retried.clone();
+    let mut attempts = 1;
+    while last.0 != 200 && healed.elapsed() < Duration::from_secs(60) {
+        sleep(Duration::from_millis(500)).await;
+        last = post(&client, &gw2.url, &body).await;
+        attempts += 1;
+    }
+    let stored = read_back(&cluster.brokers(), &run).await;
+    let copies: Vec<usize> = ids.iter().map(|id| stored.ids.get(id).copied().unwrap_or(0)).collect();
+    let lost = counter(&metrics(&gw1).await, "eventgw_dedupe_leases_lost_total");
+    let extend_errors = metrics(&gw1)
+        .await
+        .lines()
+        .filter(|l| l.starts_with("eventgw_dedupe_store_errors_total") && l.contains("extend"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>();
+
+    let report = format!(
+        "### Dedupe store paused past the old lease while a record is in flight\n\n\
+         The sequence nemesis seed 13 found (docs/nemesis.md). Two gateways share Redis (`on_store_error = \
+         \"unavailable\"`); gw1 reaches the only broker through a TCP proxy that black-holes every byte from just \
+         before a batch of 4 is sent to it, so the records stay in gw1's producer past the {} s deadline. 1 s \
+         later Redis is paused with `SIGSTOP` for {} s (longer than the 12 s lease of before the fix), then \
+         resumed; the client retries through gw2 (direct to the broker) at once, the proxy heals 1 s later, and \
+         the client retries every 0.5 s until answered 200.\n\n\
+         | measure | value |\n| --- | --- |\n\
+         | first request (gw1) | {} {} |\n\
+         | retry through gw2 right after the pause | {} {} |\n\
+         | last answer, after {} attempts through gw2 | {} {} |\n\
+         | copies of each event in Kafka | {:?} |\n\
+         | gw1's failed extensions during the pause / reservations lost | {} / {} |\n",
+        REQUEST_TIMEOUT_MS / 1000,
+        REDIS_PAUSE.as_secs(),
+        first.0,
+        first.1,
+        retried.0,
+        retried.1,
+        attempts,
+        last.0,
+        last.1,
+        copies,
+        extend_errors,
+        lost,
+    );
+    let dir = std::env::var("FAULTS_REPORT_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| common::repo_root().join("target/faults-report"));
+    std::fs::create_dir_all(&dir).expect("report dir");
+    std::fs::write(dir.join("76-dedupe-lease.md"), &report).expect("report");
+    eprintln!("{report}");
+
+    assert!(paused.elapsed() > REDIS_PAUSE, "the pause ran");
+    assert_ne!(retried.0, 200, "a retry while gw1's records were in flight was accepted by gw2: {retried:?}");
+    assert_eq!(last.0, 200, "the retry was answered 200 once gw1's records landed: {last:?}");
+    assert_eq!(copies, vec![1; 4], "each event stored once ({report})");
+    assert_eq!(lost, 0, "gw1 kept its reservations");
+    assert!(extend_errors > 0.0, "gw1's extensions failed during the pause (the fault was in place)");
+
+    proxy.set(Mode::Pass);
+    drop(gw1);
+    drop(gw2);
+    blocking(move || drop(redis_guard)).await;
+    cluster.stop().await;
+}
