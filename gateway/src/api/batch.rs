@@ -33,9 +33,8 @@ pub async fn single(
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let segment = req.path().trim_end_matches('/').rsplit('/').next().unwrap_or_default();
-    let Some(kind) = routes::single_kind(segment) else {
-        return Err(WireError::InvalidBody(format!("`{segment}` is not a call of this API")).into());
+    let Some(kind) = routes::single_call(req.path()) else {
+        return Err(WireError::InvalidBody(format!("`{}` is not a call of this API", req.path())).into());
     };
     let request = arrive(&req, &state, kind).await?;
     let body = decode::body(&req, payload, &state).await?;

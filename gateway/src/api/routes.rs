@@ -116,10 +116,13 @@ pub const SEGMENT_SETTINGS: [&str; 2] = ["/v1/projects/{write_key}/settings", "/
 /// RudderStack's source configuration.
 pub const SOURCE_CONFIG: [&str; 2] = ["/sourceConfig", "/sourceConfig/"];
 
-/// The single call a path segment names: long names as they are, short
-/// names (analytics-next) by their first letter.
-pub fn single_kind(segment: &str) -> Option<&'static str> {
+/// The single call a path of [`SINGLE`] names (`/v1/<call>`, a trailing
+/// slash or not): long names as they are, short names (analytics-next) by
+/// their first letter. The handler and the metric label both read it here.
+pub fn single_call(path: &str) -> Option<&'static str> {
     const KINDS: [&str; 6] = ["track", "page", "screen", "identify", "group", "alias"];
+    let segment = path.strip_prefix("/v1/")?;
+    let segment = segment.strip_suffix('/').unwrap_or(segment);
     KINDS.iter().copied().find(|kind| *kind == segment || (segment.len() == 1 && kind.starts_with(segment)))
 }
 
@@ -155,7 +158,7 @@ pub fn label(path: &str) -> Option<&'static str> {
             if other.starts_with("/v1/projects/") && other.ends_with("/settings") && other.matches('/').count() == 4 {
                 return Some("/v1/projects/settings");
             }
-            let kind = other.strip_prefix("/v1/").and_then(single_kind)?;
+            let kind = single_call(other)?;
             return Some(match kind {
                 "track" => "/v1/track",
                 "page" => "/v1/page",
@@ -293,10 +296,16 @@ mod tests {
 
     #[test]
     fn short_names_are_first_letters_and_long_names_are_exact() {
-        assert_eq!(single_kind("i"), Some("identify"));
-        assert_eq!(single_kind("g"), Some("group"));
-        assert_eq!(single_kind("identify"), Some("identify"));
-        assert_eq!(single_kind("iden"), None);
-        assert_eq!(single_kind("x"), None);
+        assert_eq!(single_call("/v1/i"), Some("identify"));
+        assert_eq!(single_call("/v1/g/"), Some("group"));
+        assert_eq!(single_call("/v1/identify"), Some("identify"));
+        assert_eq!(single_call("/v1/identify/"), Some("identify"));
+        assert_eq!(single_call("/v1/iden"), None);
+        assert_eq!(single_call("/v1/x"), None);
+        assert_eq!(single_call("/v2/track"), None);
+        assert_eq!(single_call("/v1/track/extra"), None);
+        for path in SINGLE {
+            assert!(single_call(path).is_some(), "{path} names a call");
+        }
     }
 }
