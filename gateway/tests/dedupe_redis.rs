@@ -252,6 +252,7 @@ async fn extending_counts_the_reservations_a_retry_took_over() {
     let url = format!("redis://127.0.0.1:{port}/");
     let lease = Duration::from_millis(300);
     let store = RedisStore::new(&url, Duration::from_secs(3600), lease, Duration::from_secs(2)).expect("store");
+    store.settle().store(0, std::sync::atomic::Ordering::Relaxed);
     let reservation = |id: &str, token: u64| Reservation {
         id: EventId { source: "lease-test".into(), message_id: id.to_owned() },
         fingerprint: 7,
@@ -269,4 +270,36 @@ async fn extending_counts_the_reservations_a_retry_took_over() {
     // `kept` holds again: another retry waits.
     assert_eq!(store.reserve(vec![reservation(&kept, 3)]).await.expect("kept"), vec![Claim::Pending]);
     assert_eq!(store.extend(vec![reservation(&taken, 2)]).await.expect("the taker's"), 0);
+}
+
+/// A lapsed lease is taken over only once it has been out for the settle
+/// time (a record its dead gateway sent last is then below the high
+/// watermark, where the look-up sees it); until then a retry waits.
+#[actix_web::test]
+async fn a_lapsed_lease_is_taken_over_only_after_the_settle_time() {
+    if common::without_redis() {
+        return;
+    }
+    use gateway::dedupe::{Claim, EventId, RedisStore, Reservation, Store as _};
+    let port = base_port();
+    redis("test", port, "start");
+    let url = format!("redis://127.0.0.1:{port}/");
+    let lease = Duration::from_millis(200);
+    let store = RedisStore::new(&url, Duration::from_secs(3600), lease, Duration::from_secs(2)).expect("store");
+    assert_eq!(store.settle().load(std::sync::atomic::Ordering::Relaxed), 50_000, "the long wait until Kafka says");
+    store.settle().store(600, std::sync::atomic::Ordering::Relaxed);
+    let reservation = |token: u64| Reservation {
+        id: EventId { source: "settle-test".into(), message_id: unique("dd-settle") },
+        fingerprint: 9,
+        token,
+        topic: "web.tracking".into(),
+    };
+    let first = reservation(1);
+    let retry = Reservation { token: 2, ..first.clone() };
+    assert_eq!(store.reserve(vec![first]).await.expect("reserved"), vec![Claim::New]);
+    actix_web::rt::time::sleep(lease + Duration::from_millis(150)).await;
+    assert_eq!(store.reserve(vec![retry.clone()]).await.expect("early"), vec![Claim::Pending], "lapsed, not settled");
+    actix_web::rt::time::sleep(Duration::from_millis(700)).await;
+    let late = store.reserve(vec![retry]).await.expect("late");
+    assert!(matches!(late[0], Claim::InDoubt(9, _)), "lapsed and settled: in doubt ({late:?})");
 }

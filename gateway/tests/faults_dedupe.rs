@@ -7,8 +7,13 @@
 //! retries through gw2, which reaches the broker directly; then the path
 //! heals and gw1's records land. Each event must be stored once: gw2 must
 //! not treat a live gateway's reservation as one a dead gateway left.
+//!
+//! And a gateway killed while its record waits above the high watermark
+//! (a frozen follower still in the ISR): a retry through the other gateway
+//! must not look the id up in Kafka before the record can be seen there.
+//!
 //! Long-running: `cargo test -p eventgw --test faults_dedupe -- --ignored`
-//! (scripts/faults runs it, and the quick set in scripts/test).
+//! (scripts/faults runs them; the quick set in scripts/test runs the first).
 
 mod common;
 mod faults_harness;
@@ -94,6 +99,42 @@ async fn post(client: &reqwest::Client, url: &str, body: &Value) -> (u16, String
     }
 }
 
+fn report(file: &str, text: &str) {
+    let dir = std::env::var("FAULTS_REPORT_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| common::repo_root().join("target/faults-report"));
+    std::fs::create_dir_all(&dir).expect("report dir");
+    std::fs::write(dir.join(format!("{file}.md")), text).expect("report");
+    eprintln!("{text}");
+}
+
+/// Retries `body` through `url` every second until answered 200 or `limit` passed.
+async fn retry_until_200(client: &reqwest::Client, url: &str, body: &Value, limit: Duration) -> ((u16, String), usize) {
+    let started = Instant::now();
+    let mut attempts = 1;
+    let mut last = post(client, url, body).await;
+    while last.0 != 200 && started.elapsed() < limit {
+        sleep(Duration::from_secs(1)).await;
+        last = post(client, url, body).await;
+        attempts += 1;
+    }
+    (last, attempts)
+}
+
+/// `text` without its terminal colour codes (the gateway's log has them).
+fn plain(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            chars.by_ref().find(|c| c.is_ascii_alphabetic());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 fn counter(text: &str, name: &str) -> u64 {
     text.lines()
         .filter(|l| l.starts_with(name))
@@ -174,7 +215,7 @@ async fn redis_paused_past_the_old_lease_while_a_record_is_in_flight_stores_it_o
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum::<f64>();
 
-    let report = format!(
+    let text = format!(
         "### Dedupe store paused past the old lease while a record is in flight\n\n\
          The sequence nemesis seed 13 found (docs/nemesis.md). Two gateways share Redis (`on_store_error = \
          \"unavailable\"`); gw1 reaches the only broker through a TCP proxy that black-holes every byte from just \
@@ -201,22 +242,111 @@ async fn redis_paused_past_the_old_lease_while_a_record_is_in_flight_stores_it_o
         extend_errors,
         lost,
     );
-    let dir = std::env::var("FAULTS_REPORT_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|_| common::repo_root().join("target/faults-report"));
-    std::fs::create_dir_all(&dir).expect("report dir");
-    std::fs::write(dir.join("76-dedupe-lease.md"), &report).expect("report");
-    eprintln!("{report}");
+    report("76-dedupe-lease", &text);
 
     assert!(paused.elapsed() > REDIS_PAUSE, "the pause ran");
     assert_ne!(retried.0, 200, "a retry while gw1's records were in flight was accepted by gw2: {retried:?}");
     assert_eq!(last.0, 200, "the retry was answered 200 once gw1's records landed: {last:?}");
-    assert_eq!(copies, vec![1; 4], "each event stored once ({report})");
+    assert_eq!(copies, vec![1; 4], "each event stored once ({text})");
     assert_eq!(lost, 0, "gw1 kept its reservations");
     assert!(extend_errors > 0.0, "gw1's extensions failed during the pause (the fault was in place)");
 
     proxy.set(Mode::Pass);
     drop(gw1);
+    drop(gw2);
+    blocking(move || drop(redis_guard)).await;
+    cluster.stop().await;
+}
+
+#[actix_web::test]
+#[ignore = "starts a three-broker cluster and Redis; run by scripts/faults"]
+async fn a_dead_gateways_record_above_the_high_watermark_is_found_before_a_retry_is_produced() {
+    let mut cluster = Cluster::new("dedupe-hw", 3, 19660);
+    // Node 3, frozen, stays in the ISR until the leaders' lag check drops
+    // it (30-45 s), not KRaft's fencing (9 s by default).
+    cluster.extra_props = "broker.session.timeout.ms=60000".into();
+    cluster.start_fresh().await;
+    cluster.followers_only("web.tracking", 3).await;
+    assert!(blocking(|| redis("reset") && redis("start")).await, "scripts/redis start ({REDIS_INSTANCE})");
+    let redis_guard = RedisGuard;
+    let url = format!("redis://127.0.0.1:{REDIS_PORT}/");
+    let env = [
+        ("EVENTGW__DEDUPE__STORE", "redis"),
+        ("EVENTGW__DEDUPE__REDIS_URL", url.as_str()),
+        ("EVENTGW__DEDUPE__ON_STORE_ERROR", "unavailable"),
+        // The shortest lease (twice the request deadline), so the retry
+        // comes while the record is still above the watermark.
+        ("EVENTGW__DEDUPE__LEASE_SECS", "12"),
+    ];
+    let mut gw1 = GatewayProcess::start_with_env("dedupe-hw-1", &cluster.brokers(), 3, &env).await;
+    let gw2 = GatewayProcess::start_with_env("dedupe-hw-2", &cluster.brokers(), 3, &env).await;
+    let client = reqwest::Client::builder().timeout(Duration::from_secs(40)).build().expect("client");
+    let run = run_id("hw");
+    for (gw, n) in [(&gw1, 0), (&gw2, 1)] {
+        let warm = batch(&[format!("{run}-warm{n}")]);
+        assert_eq!(post(&client, &gw.url, &warm).await, (200, "accepted".into()), "{} warms up", gw.url);
+    }
+
+    let ids: Vec<String> = (0..4).map(|i| format!("{run}-e{i}")).collect();
+    let body = batch(&ids);
+    cluster.pause(3).await;
+    let frozen = Instant::now();
+    sleep(Duration::from_secs(1)).await;
+    let first = {
+        let (client, url, body) = (client.clone(), gw1.url.clone(), body.clone());
+        actix_web::rt::spawn(async move { post(&client, &url, &body).await })
+    };
+    sleep(Duration::from_secs(3)).await;
+    gw1.kill9();
+    let first = first.await.expect("first request");
+    // Past the killed gateway's lease (12 s from its last extension).
+    sleep(Duration::from_secs(13)).await;
+    let retried = post(&client, &gw2.url, &body).await;
+    let retried_at = frozen.elapsed();
+    let resume = Duration::from_secs(40).saturating_sub(frozen.elapsed());
+    sleep(resume).await;
+    cluster.resume(3).await;
+    let (last, attempts) = retry_until_200(&client, &gw2.url, &body, Duration::from_secs(90)).await;
+    let answered_at = frozen.elapsed();
+    let stored = read_back(&cluster.brokers(), &run).await;
+    let copies: Vec<usize> = ids.iter().map(|id| stored.ids.get(id).copied().unwrap_or(0)).collect();
+    let looked_up =
+        plain(&gw2.log_text()).lines().filter(|l| l.contains("looked up in Kafka") && l.contains("in_kafka=4")).count();
+
+    let text = format!(
+        "### Dedupe: a gateway killed while its record waits above the high watermark\n\n\
+         Two gateways share Redis; three brokers, `web.tracking` with node 3 a follower of every partition \
+         (`broker.session.timeout.ms=60000`, so a frozen node 3 stays in the ISR until the leaders' lag check \
+         drops it, 30-45 s). Node 3 is frozen with SIGSTOP; 1 s later a batch of 4 goes to gw1 (its records \
+         are appended by the leaders but wait above the high watermark, unacknowledged); 3 s later gw1 gets \
+         SIGKILL. 13 s later, past gw1's 12 s lease, the client retries through gw2; node 3 is resumed 40 s \
+         after it was frozen; the client retries every second until answered 200.\n\n\
+         | measure | value |\n| --- | --- |\n\
+         | first request (gw1, killed) | {} {} |\n\
+         | retry through gw2 at {:.0} s | {} {} |\n\
+         | last answer, {:.0} s after the freeze, after {} attempts | {} {} |\n\
+         | gw2's look-ups that found all 4 in Kafka | {} |\n\
+         | copies of each event in Kafka | {:?} |\n",
+        first.0,
+        first.1,
+        retried_at.as_secs_f64(),
+        retried.0,
+        retried.1,
+        answered_at.as_secs_f64(),
+        attempts,
+        last.0,
+        last.1,
+        looked_up,
+        copies,
+    );
+    report("76b-dedupe-high-watermark", &text);
+
+    assert_ne!(first.0, 200, "gw1 was killed before Kafka acknowledged: {first:?}");
+    assert_ne!(retried.0, 200, "the retry was answered while the record was above the watermark: {retried:?}");
+    assert_eq!(last, (200, "duplicate,duplicate,duplicate,duplicate".into()), "found in Kafka once visible");
+    assert_eq!(copies, vec![1; 4], "each event stored once ({text})");
+    assert_eq!(looked_up, 1, "gw2 took the ids over once and found them in Kafka");
+
     drop(gw2);
     blocking(move || drop(redis_guard)).await;
     cluster.stop().await;

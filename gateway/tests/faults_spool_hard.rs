@@ -346,7 +346,7 @@ async fn spool_records_above_the_high_watermark_at_a_crash_are_not_replayed_twic
     // Node 3 is a follower of every partition the beacons write and leads
     // none: frozen, it holds their high watermark, while the read-back
     // (which needs each partition's leader) is not blocked by it.
-    followers_only(&cluster.brokers(), "web.tracking", 3).await;
+    cluster.followers_only("web.tracking", 3).await;
     let dir = spool_dir("hw");
     let mut gw = GatewayProcess::start_with_env("spool-hw", &cluster.brokers(), 3, &borrowed(&spool_env(&dir))).await;
     spool_support::warm_up(&gw.url, Beacons::default().users).await;
@@ -388,49 +388,6 @@ async fn spool_records_above_the_high_watermark_at_a_crash_are_not_replayed_twic
     assert!(waited > 0, "the restarted gateway found records left in flight on a replicated topic and waited");
     assert!(skipped > 0, "the restarted gateway found the records the old one had sent, once they were visible");
     cluster.stop().await;
-}
-
-/// Creates `topic` (the partitions and settings `gateway topics` would give
-/// it) with node `follower` last in every partition's replica list, so it
-/// leads none of them.
-async fn followers_only(brokers: &str, topic: &str, follower: i32) {
-    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-    let cfg = common::config(brokers);
-    let catalog = eventgw_schemas::loader::load_catalog(&cfg.catalog.dir).expect("catalog");
-    let (_, partitions) = gateway::topics::wanted(&catalog, &cfg.kafka)
-        .into_iter()
-        .find(|(name, _)| name == topic)
-        .unwrap_or_else(|| panic!("{topic} is a catalog topic"));
-    let leaders: Vec<i32> = (1..=3).filter(|n| *n != follower).collect();
-    let assignment: Vec<Vec<i32>> = (0..partitions as usize)
-        .map(|p| {
-            let leader = leaders[p % leaders.len()];
-            let other = leaders[(p + 1) % leaders.len()];
-            vec![leader, other, follower]
-        })
-        .collect();
-    let replicas: Vec<&[i32]> = assignment.iter().map(Vec::as_slice).collect();
-    let admin: AdminClient<_> =
-        rdkafka::ClientConfig::new().set("bootstrap.servers", brokers).create().expect("admin client");
-    let new = NewTopic::new(topic, partitions, TopicReplication::Variable(&replicas)).set("min.insync.replicas", "2");
-    let created = admin.create_topics([&new], &AdminOptions::new()).await.expect("create_topics");
-    for result in created {
-        result.unwrap_or_else(|(name, e)| panic!("create {name}: {e}"));
-    }
-    let brokers = brokers.to_owned();
-    let topic = topic.to_owned();
-    let leaders = faults_harness::blocking(move || {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let leaders = common::partition_leaders(&brokers, &topic);
-            if leaders.len() == partitions as usize || Instant::now() > deadline {
-                return leaders;
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    })
-    .await;
-    assert!(!leaders.contains(&follower) && !leaders.contains(&-1), "node {follower} leads none: {leaders:?}");
 }
 
 #[actix_web::test]

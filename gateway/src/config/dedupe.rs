@@ -60,11 +60,12 @@ pub struct DedupeConfig {
     pub store_timeout_ms: u64,
     /// How long a reservation holds without being extended (at least twice
     /// `server.request_timeout_ms`). A request whose produce is in flight
-    /// extends it every sixth of this, so it is also the longest outage of
-    /// the store a live gateway rides out without losing its reservations
-    /// (less one extension period); and it is how long the retries of a
-    /// gateway that died mid-request wait before their ids are looked up in
-    /// Kafka. See docs/scale-out.md.
+    /// extends it every sixth of this, so it bounds the outage of the store
+    /// a live gateway rides out without losing its reservations (less one
+    /// extension period, plus 50 s where topics are replicated); and the
+    /// retries of a gateway that died mid-request wait that long (plus the
+    /// same 50 s) before their ids are looked up in Kafka. See
+    /// docs/scale-out.md, "The lease is a trade-off".
     pub lease_secs: u64,
     /// The producer's `message.timeout.ms` while dedupe is on (the spool's
     /// own setting wins when it is on too): long, so a record whose request
@@ -153,6 +154,7 @@ mod tests {
         let cases = [
             (DedupeConfig { window_secs: 0, ..enabled() }, "dedupe.window_secs"),
             (DedupeConfig { store_timeout_ms: 0, ..enabled() }, "dedupe.store_timeout_ms"),
+            (DedupeConfig { lease_secs: 0, ..enabled() }, "dedupe.lease_secs"),
             (
                 DedupeConfig { store: StoreKind::Redis, redis_url: "http://nope".into(), ..enabled() },
                 "dedupe.redis_url",

@@ -38,6 +38,8 @@ const RETRY_EVERY: Duration = Duration::from_secs(2);
 /// Past this the ids are released unresolved (their retries may then be
 /// stored twice): a retry must not wait forever for a Kafka that is down.
 const GIVE_UP_AFTER: Duration = Duration::from_secs(300);
+/// How often the shared store's settle time follows the cluster.
+const REPLICATION_CHECK_EVERY: Duration = Duration::from_secs(60);
 
 /// Looks the ids up in Kafka on a thread of its own and settles them in `store`.
 pub fn resolve_in_background(store: Arc<MemoryStore>, ids: Vec<InDoubt>, kafka: &KafkaConfig) {
@@ -90,9 +92,11 @@ fn wait_for_the_watermark(config: &ClientConfig, ids: &[InDoubt]) {
         .map_err(|e| e.to_string())
         .and_then(|consumer| watermark::replicated(&consumer, &topics))
         .unwrap_or(true);
-    // The record is sent after its reservation, within the request deadline.
-    let until = watermark::visible_from(replicated, last.saturating_add(SLACK_MS));
+    // The record was sent after its reservation, and (librdkafka retrying
+    // it while the request waited) at the latest when the process died,
+    // which is before now.
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    let until = watermark::visible_from(replicated, last.saturating_add(SLACK_MS).max(now));
     if until > now {
         tracing::info!(
             in_doubt = ids.len(),
@@ -100,6 +104,39 @@ fn wait_for_the_watermark(config: &ClientConfig, ids: &[InDoubt]) {
             "Dedupe ids in doubt are looked up in Kafka once no follower can hold their records above the high watermark; their retries wait"
         );
         std::thread::sleep(Duration::from_millis(until - now));
+    }
+}
+
+/// Keeps `settle` (the shared store's wait past a lapsed lease, see
+/// `shared::RESERVE`) at [`watermark::SETTLE_MS`] while the cluster has a
+/// replicated topic, 0 while it has none; checked now and every minute on a
+/// thread of its own, until the store is dropped. Until Kafka first
+/// answers it stays as it was (the long wait).
+pub fn watch_replication(settle: &Arc<std::sync::atomic::AtomicU64>, kafka: &KafkaConfig) {
+    let settle = Arc::downgrade(settle);
+    let config = client_config(kafka);
+    let spawned = std::thread::Builder::new().name("dedupe-replication".into()).spawn(move || {
+        let consumer = match config.create::<BaseConsumer>() {
+            Ok(consumer) => consumer,
+            Err(e) => {
+                tracing::warn!(error = %e, "Dedupe cannot read Kafka's metadata; ids in doubt wait the full settle time");
+                return;
+            }
+        };
+        while let Some(settle) = settle.upgrade() {
+            match watermark::any_replicated(&consumer) {
+                Ok(replicated) => {
+                    let wait = if replicated { watermark::SETTLE_MS } else { 0 };
+                    settle.store(wait, std::sync::atomic::Ordering::Relaxed);
+                }
+                Err(e) => tracing::debug!(error = %e, "Dedupe replication check failed; kept the last answer"),
+            }
+            drop(settle);
+            std::thread::sleep(REPLICATION_CHECK_EVERY);
+        }
+    });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "Dedupe replication thread not started; ids in doubt wait the full settle time");
     }
 }
 

@@ -175,7 +175,9 @@ pub fn wrap(
         }
         (StoreKind::Redis, _) => {
             let timeout = std::time::Duration::from_millis(dedupe.store_timeout_ms);
-            std::sync::Arc::new(RedisStore::new(&dedupe.redis_url, window, pending_ttl, timeout)?)
+            let store = RedisStore::new(&dedupe.redis_url, window, pending_ttl, timeout)?;
+            in_doubt::watch_replication(&store.settle(), &config.kafka);
+            std::sync::Arc::new(store)
         }
     };
     Ok(std::sync::Arc::new(DedupeSink::new(sink, store, dedupe.on_store_error).with_lookup(&config.kafka)))

@@ -15,7 +15,8 @@
 //! request together, so Redis Cluster is not supported (one server, or a
 //! primary with replicas behind Sentinel).
 
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::future::{BoxFuture, FutureExt};
@@ -26,24 +27,28 @@ use super::{Claim, Reservation, Store, StoreError};
 // Pending values carry a lease: `p:<crc>:<token>:<lease until ms>:<reserved
 // at ms>:<topic>`, kept for the window. A reservation whose lease ran out
 // (its gateway died mid-request: nobody extends it) is *in doubt*: its
-// record may be in Kafka. The next request for the id takes it over (its
-// own token, a fresh lease, the first reservation's time and topic kept)
-// and hears `d:<crc>:<reserved at ms>`, to look the id up in Kafka.
+// record may be in Kafka. Once the lease has been out for `settle` more
+// (ARGV[3]: long enough for a record its gateway sent just before it died
+// to be below the high watermark, where a look-up can see it; see
+// `sink::watermark`), the next request for the id takes it over (its own
+// token, a fresh lease, the first reservation's time and topic kept) and
+// hears `d:<crc>:<reserved at ms>`, to look the id up in Kafka; before
+// that it hears the pending value, and waits.
 // Times are Redis's clock (TIME), the same for every gateway.
 const RESERVE: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local lease, window = tonumber(ARGV[1]), ARGV[2]
+local lease, window, settle = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local out = {}
 for i, key in ipairs(KEYS) do
-  local mine, topic = ARGV[1 + 2 * i], ARGV[2 + 2 * i]
+  local mine, topic = ARGV[2 + 2 * i], ARGV[3 + 2 * i]
   local value = 'p:' .. mine .. ':' .. string.format('%d', now + lease) .. ':' .. string.format('%d', now) .. ':' .. topic
   if redis.call('SET', key, value, 'NX', 'PX', window) then
     out[i] = 'n'
   else
     local old = redis.call('GET', key) or 'n'
     local crc, till, since, was = string.match(old, '^p:(%d+):%d+:(%d+):(%d+):(.*)$')
-    if till and tonumber(till) < now then
+    if till and tonumber(till) + settle < now then
       local taken = 'p:' .. mine .. ':' .. string.format('%d', now + lease) .. ':' .. since .. ':' .. was
       redis.call('SET', key, taken, 'PX', window)
       out[i] = 'd:' .. crc .. ':' .. since
@@ -106,6 +111,10 @@ pub struct RedisStore {
     extend: redis::Script,
     window_ms: u64,
     pending_ms: u64,
+    /// How long past its lease an id waits before a retry may look it up
+    /// (see `RESERVE`): `sink::watermark::SETTLE_MS` unless the topics
+    /// are known not to be replicated ([`RedisStore::settle`]).
+    settle_ms: Arc<AtomicU64>,
     timeout: Duration,
 }
 
@@ -129,8 +138,16 @@ impl RedisStore {
             extend: redis::Script::new(EXTEND),
             window_ms: millis(window),
             pending_ms: millis(pending_ttl),
+            settle_ms: Arc::new(AtomicU64::new(crate::sink::watermark::SETTLE_MS)),
             timeout,
         })
+    }
+
+    /// The wait past a lapsed lease before its id is looked up, shared
+    /// with whoever knows whether the topics are replicated (0 when no
+    /// partition has a follower: nothing can wait above the watermark).
+    pub fn settle(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.settle_ms)
     }
 
     /// Runs `work` on the store's runtime, within the store timeout.
@@ -191,10 +208,11 @@ impl Store for RedisStore {
     fn reserve(&self, ids: Vec<Reservation>) -> BoxFuture<'static, Result<Vec<Claim>, StoreError>> {
         let script = self.reserve.clone();
         let (pending_ms, window_ms) = (self.pending_ms, self.window_ms);
+        let settle_ms = self.settle_ms.load(Ordering::Relaxed);
         let mut connection = self.connection.clone();
         let answer = self.run(async move {
             let mut invocation = script.prepare_invoke();
-            invocation.arg(pending_ms).arg(window_ms);
+            invocation.arg(pending_ms).arg(window_ms).arg(settle_ms);
             for r in &ids {
                 invocation.key(key(r)).arg(holder(r)).arg(&r.topic);
             }

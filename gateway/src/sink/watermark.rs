@@ -44,6 +44,20 @@ pub fn replicated(consumer: &BaseConsumer, topics: &BTreeSet<String>) -> Result<
     Ok(false)
 }
 
+/// Whether any partition of any topic of the cluster (Kafka's internal
+/// ones aside) has more than one replica: where a record could wait above
+/// a high watermark. Replicas, not the in-sync set, so a follower that is
+/// down right now still counts.
+pub fn any_replicated(consumer: &BaseConsumer) -> Result<bool, String> {
+    let metadata = consumer.fetch_metadata(None, METADATA_TIMEOUT).map_err(|e| format!("metadata: {e}"))?;
+    Ok(metadata
+        .topics()
+        .iter()
+        .filter(|t| !t.name().starts_with("__"))
+        .flat_map(|t| t.partitions())
+        .any(|p| p.replicas().len() > 1))
+}
+
 /// From when (Unix ms) a read-back sees every record sent at or before
 /// `last_sent_ms`: at once when nothing is replicated, else [`SETTLE_MS`] later.
 pub fn visible_from(replicated: bool, last_sent_ms: u64) -> u64 {

@@ -2,6 +2,7 @@
 //! cluster (its own name, ports and data), never the shared dev broker.
 
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use super::blocking;
 
@@ -107,6 +108,52 @@ impl Cluster {
 
     pub async fn stop(&self) {
         self.run(&["stop"]).await;
+    }
+
+    /// Creates `topic` (the partitions and settings `gateway topics` would give
+    /// it) with node `follower` last in every partition's replica list, so it
+    /// leads none of them.
+    pub async fn followers_only(&self, topic: &str, follower: i32) {
+        use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+        let brokers = self.brokers();
+        let brokers = brokers.as_str();
+        let cfg = crate::common::config(brokers);
+        let catalog = eventgw_schemas::loader::load_catalog(&cfg.catalog.dir).expect("catalog");
+        let (_, partitions) = gateway::topics::wanted(&catalog, &cfg.kafka)
+            .into_iter()
+            .find(|(name, _)| name == topic)
+            .unwrap_or_else(|| panic!("{topic} is a catalog topic"));
+        let leaders: Vec<i32> = (1..=3).filter(|n| *n != follower).collect();
+        let assignment: Vec<Vec<i32>> = (0..partitions as usize)
+            .map(|p| {
+                let leader = leaders[p % leaders.len()];
+                let other = leaders[(p + 1) % leaders.len()];
+                vec![leader, other, follower]
+            })
+            .collect();
+        let replicas: Vec<&[i32]> = assignment.iter().map(Vec::as_slice).collect();
+        let admin: AdminClient<_> =
+            rdkafka::ClientConfig::new().set("bootstrap.servers", brokers).create().expect("admin client");
+        let new =
+            NewTopic::new(topic, partitions, TopicReplication::Variable(&replicas)).set("min.insync.replicas", "2");
+        let created = admin.create_topics([&new], &AdminOptions::new()).await.expect("create_topics");
+        for result in created {
+            result.unwrap_or_else(|(name, e)| panic!("create {name}: {e}"));
+        }
+        let brokers = brokers.to_owned();
+        let topic = topic.to_owned();
+        let leaders = blocking(move || {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            loop {
+                let leaders = crate::common::partition_leaders(&brokers, &topic);
+                if leaders.len() == partitions as usize || Instant::now() > deadline {
+                    return leaders;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        })
+        .await;
+        assert!(!leaders.contains(&follower) && !leaders.contains(&-1), "node {follower} leads none: {leaders:?}");
     }
 }
 
