@@ -1,6 +1,7 @@
 //! The soak: the nemesis set-up without faults, a steady batched load for a
-//! long time, and every 10 s each gateway's resident memory, open
-//! descriptors, spool bytes and producer queue, and the shared dedupe
+//! long time, and every 10 s each gateway's resident memory (and its
+//! anonymous part), threads, open descriptors, spool bytes and producer
+//! queue, and the shared dedupe
 //! store's size: `soak.tsv` (scripts/nemesis.d/soak.gp draws it).
 
 use std::collections::BTreeMap;
@@ -18,19 +19,23 @@ use crate::faults_harness::sleep;
 #[derive(Debug, Clone, Default)]
 pub struct Sample {
     pub rss_mib: f64,
+    /// The anonymous part of RSS (heap, stacks): what the allocator holds,
+    /// as opposed to mapped files and shared memory.
+    pub rss_anon_mib: f64,
+    /// Threads of the process (each may get an allocator arena of its own).
+    pub threads: f64,
     pub fds: usize,
     pub spool_bytes: f64,
     pub queue: f64,
 }
 
-fn rss_mib(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let kib = status
+/// A number field of `/proc/<pid>/status` (`VmRSS:`, `Threads:`), 0 if absent.
+fn status_field(status: &str, field: &str) -> f64 {
+    status
         .lines()
-        .find(|l| l.starts_with("VmRSS:"))
+        .find(|l| l.starts_with(field))
         .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-        .unwrap_or(0.0);
-    kib / 1024.0
+        .unwrap_or(0.0)
 }
 
 fn metric(text: &str, name: &str) -> f64 {
@@ -46,8 +51,11 @@ pub async fn sample(client: &reqwest::Client, gw: &GatewayProcess) -> Sample {
         Ok(r) => r.text().await.unwrap_or_default(),
         Err(_) => String::new(),
     };
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     Sample {
-        rss_mib: rss_mib(pid),
+        rss_mib: status_field(&status, "VmRSS:") / 1024.0,
+        rss_anon_mib: status_field(&status, "RssAnon:") / 1024.0,
+        threads: status_field(&status, "Threads:"),
         fds: std::fs::read_dir(format!("/proc/{pid}/fd")).map(Iterator::count).unwrap_or(0),
         spool_bytes: metric(&text, "eventgw_spool_bytes"),
         queue: metric(&text, "eventgw_producer_queue_depth"),
@@ -118,20 +126,24 @@ pub async fn load(url: &str, rate: u64, run_for: Duration, run_id: &str) -> BTre
 pub async fn sampler(gateways: &[GatewayProcess], run_for: Duration) -> String {
     let client = reqwest::Client::builder().timeout(Duration::from_secs(2)).build().expect("client");
     let started = Instant::now();
-    let mut tsv = String::from("# second\tgateway\trss_mib\tfds\tspool_bytes\tproducer_queue\tdedupe_keys\n");
+    let mut tsv = String::from(
+        "# second\tgateway\trss_mib\tfds\tspool_bytes\tproducer_queue\tdedupe_keys\trss_anon_mib\tthreads\n",
+    );
     loop {
         let keys = crate::faults_harness::blocking(dedupe_keys).await.map_or(-1, |k| k as i64);
         for (i, gw) in gateways.iter().enumerate() {
             let s = sample(&client, gw).await;
             let _ = writeln!(
                 tsv,
-                "{}\t{}\t{:.1}\t{}\t{:.0}\t{:.0}\t{keys}",
+                "{}\t{}\t{:.1}\t{}\t{:.0}\t{:.0}\t{keys}\t{:.1}\t{:.0}",
                 started.elapsed().as_secs(),
                 i + 1,
                 s.rss_mib,
                 s.fds,
                 s.spool_bytes,
-                s.queue
+                s.queue,
+                s.rss_anon_mib,
+                s.threads
             );
         }
         if started.elapsed() >= run_for {
