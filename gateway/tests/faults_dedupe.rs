@@ -150,6 +150,58 @@ async fn metrics(gw: &GatewayProcess) -> String {
     }
 }
 
+/// Two gateway processes sharing this scenario's Redis (started fresh),
+/// each warmed up with one event, and the batch of 4 the scenario sends.
+struct Pair {
+    gw1: GatewayProcess,
+    gw2: GatewayProcess,
+    client: reqwest::Client,
+    run: String,
+    ids: Vec<String>,
+    body: Value,
+    redis: RedisGuard,
+}
+
+impl Pair {
+    /// `brokers`: gw1's and gw2's; `lease`: `dedupe.lease_secs`, if set.
+    async fn start(name: &str, brokers: [&str; 2], replication: u16, lease: Option<&str>) -> Self {
+        assert!(blocking(|| redis("reset") && redis("start")).await, "scripts/redis start ({REDIS_INSTANCE})");
+        let redis = RedisGuard;
+        let url = format!("redis://127.0.0.1:{REDIS_PORT}/");
+        let mut env = vec![
+            ("EVENTGW__DEDUPE__STORE", "redis"),
+            ("EVENTGW__DEDUPE__REDIS_URL", url.as_str()),
+            ("EVENTGW__DEDUPE__ON_STORE_ERROR", "unavailable"),
+        ];
+        env.extend(lease.map(|l| ("EVENTGW__DEDUPE__LEASE_SECS", l)));
+        let gw1 = GatewayProcess::start_with_env(&format!("{name}-1"), brokers[0], replication, &env).await;
+        let gw2 = GatewayProcess::start_with_env(&format!("{name}-2"), brokers[1], replication, &env).await;
+        let client = reqwest::Client::builder().timeout(Duration::from_secs(40)).build().expect("client");
+        let run = run_id(name);
+        // Both gateways reach the broker and Redis.
+        for (gw, n) in [(&gw1, 0), (&gw2, 1)] {
+            let warm = batch(&[format!("{run}-warm{n}")]);
+            assert_eq!(post(&client, &gw.url, &warm).await, (200, "accepted".into()), "{} warms up", gw.url);
+        }
+        let ids: Vec<String> = (0..4).map(|i| format!("{run}-e{i}")).collect();
+        let body = batch(&ids);
+        Self { gw1, gw2, client, run, ids, body, redis }
+    }
+
+    /// The batch sent to gw1 in a task of its own; its answer.
+    fn send_to_gw1(&self) -> actix_web::rt::task::JoinHandle<(u16, String)> {
+        let (client, url, body) = (self.client.clone(), self.gw1.url.clone(), self.body.clone());
+        actix_web::rt::spawn(async move { post(&client, &url, &body).await })
+    }
+
+    /// Stops both gateways and Redis.
+    async fn stop(self) {
+        let Self { gw1, gw2, redis, .. } = self;
+        drop((gw1, gw2));
+        blocking(move || drop(redis)).await;
+    }
+}
+
 #[actix_web::test]
 #[ignore = "starts its own broker and Redis; run by scripts/faults and scripts/test"]
 async fn redis_paused_past_the_old_lease_while_a_record_is_in_flight_stores_it_once() {
@@ -157,32 +209,10 @@ async fn redis_paused_past_the_old_lease_while_a_record_is_in_flight_stores_it_o
     cluster.proxy_base = Some(PROXY);
     cluster.start_fresh().await;
     let proxy = Proxy::start(PROXY, cluster.external_port(1)).await;
-    assert!(blocking(|| redis("reset") && redis("start")).await, "scripts/redis start ({REDIS_INSTANCE})");
-    let redis_guard = RedisGuard;
-    let url = format!("redis://127.0.0.1:{REDIS_PORT}/");
-    let env = [
-        ("EVENTGW__DEDUPE__STORE", "redis"),
-        ("EVENTGW__DEDUPE__REDIS_URL", url.as_str()),
-        ("EVENTGW__DEDUPE__ON_STORE_ERROR", "unavailable"),
-    ];
-    let gw1 = GatewayProcess::start_with_env("dedupe-lease-1", &format!("127.0.0.1:{PROXY}"), 1, &env).await;
-    let gw2 = GatewayProcess::start_with_env("dedupe-lease-2", &cluster.brokers(), 1, &env).await;
-    let client = reqwest::Client::builder().timeout(Duration::from_secs(40)).build().expect("client");
-    let run = run_id("lease");
-
-    // Both gateways reach the broker and Redis.
-    for (gw, n) in [(&gw1, 0), (&gw2, 1)] {
-        let warm = batch(&[format!("{run}-warm{n}")]);
-        assert_eq!(post(&client, &gw.url, &warm).await, (200, "accepted".into()), "{} warms up", gw.url);
-    }
-
-    let ids: Vec<String> = (0..4).map(|i| format!("{run}-e{i}")).collect();
-    let body = batch(&ids);
+    let pair = Pair::start("dedupe-lease", [&format!("127.0.0.1:{PROXY}"), &cluster.brokers()], 1, None).await;
+    let Pair { gw1, gw2, client, run, ids, body, .. } = &pair;
     proxy.set(Mode::BlackHole);
-    let first = {
-        let (client, url, body) = (client.clone(), gw1.url.clone(), body.clone());
-        actix_web::rt::spawn(async move { post(&client, &url, &body).await })
-    };
+    let first = pair.send_to_gw1();
     sleep(Duration::from_secs(1)).await;
     let pid = redis_pid();
     signal("-STOP", &pid);
@@ -193,7 +223,7 @@ async fn redis_paused_past_the_old_lease_while_a_record_is_in_flight_stores_it_o
     assert_eq!(first.0, 503, "gw1 cannot reach the broker: answered 503 at the deadline ({first:?})");
 
     // The retry through gw2, at once: gw1's records are still in flight.
-    let retried = post(&client, &gw2.url, &body).await;
+    let retried = post(client, &gw2.url, body).await;
     sleep(Duration::from_secs(1)).await;
     proxy.set(Mode::Pass);
     let healed = Instant::now();
@@ -202,13 +232,13 @@ async fn redis_paused_past_the_old_lease_while_a_record_is_in_flight_stores_it_o
     let mut attempts = 1;
     while last.0 != 200 && healed.elapsed() < Duration::from_secs(60) {
         sleep(Duration::from_millis(500)).await;
-        last = post(&client, &gw2.url, &body).await;
+        last = post(client, &gw2.url, body).await;
         attempts += 1;
     }
-    let stored = read_back(&cluster.brokers(), &run).await;
+    let stored = read_back(&cluster.brokers(), run).await;
     let copies: Vec<usize> = ids.iter().map(|id| stored.ids.get(id).copied().unwrap_or(0)).collect();
-    let lost = counter(&metrics(&gw1).await, "eventgw_dedupe_leases_lost_total");
-    let extend_errors = metrics(&gw1)
+    let lost = counter(&metrics(gw1).await, "eventgw_dedupe_leases_lost_total");
+    let extend_errors = metrics(gw1)
         .await
         .lines()
         .filter(|l| l.starts_with("eventgw_dedupe_store_errors_total") && l.contains("extend"))
@@ -252,9 +282,7 @@ async fn redis_paused_past_the_old_lease_while_a_record_is_in_flight_stores_it_o
     assert!(extend_errors > 0.0, "gw1's extensions failed during the pause (the fault was in place)");
 
     proxy.set(Mode::Pass);
-    drop(gw1);
-    drop(gw2);
-    blocking(move || drop(redis_guard)).await;
+    pair.stop().await;
     cluster.stop().await;
 }
 
@@ -267,48 +295,28 @@ async fn a_dead_gateways_record_above_the_high_watermark_is_found_before_a_retry
     cluster.extra_props = "broker.session.timeout.ms=60000".into();
     cluster.start_fresh().await;
     cluster.followers_only("web.tracking", 3).await;
-    assert!(blocking(|| redis("reset") && redis("start")).await, "scripts/redis start ({REDIS_INSTANCE})");
-    let redis_guard = RedisGuard;
-    let url = format!("redis://127.0.0.1:{REDIS_PORT}/");
-    let env = [
-        ("EVENTGW__DEDUPE__STORE", "redis"),
-        ("EVENTGW__DEDUPE__REDIS_URL", url.as_str()),
-        ("EVENTGW__DEDUPE__ON_STORE_ERROR", "unavailable"),
-        // The shortest lease (twice the request deadline), so the retry
-        // comes while the record is still above the watermark.
-        ("EVENTGW__DEDUPE__LEASE_SECS", "12"),
-    ];
-    let mut gw1 = GatewayProcess::start_with_env("dedupe-hw-1", &cluster.brokers(), 3, &env).await;
-    let gw2 = GatewayProcess::start_with_env("dedupe-hw-2", &cluster.brokers(), 3, &env).await;
-    let client = reqwest::Client::builder().timeout(Duration::from_secs(40)).build().expect("client");
-    let run = run_id("hw");
-    for (gw, n) in [(&gw1, 0), (&gw2, 1)] {
-        let warm = batch(&[format!("{run}-warm{n}")]);
-        assert_eq!(post(&client, &gw.url, &warm).await, (200, "accepted".into()), "{} warms up", gw.url);
-    }
-
-    let ids: Vec<String> = (0..4).map(|i| format!("{run}-e{i}")).collect();
-    let body = batch(&ids);
+    // The shortest lease (twice the request deadline), so the retry comes
+    // while the record is still above the watermark.
+    let brokers = cluster.brokers();
+    let mut pair = Pair::start("dedupe-hw", [&brokers, &brokers], 3, Some("12")).await;
     cluster.pause(3).await;
     let frozen = Instant::now();
     sleep(Duration::from_secs(1)).await;
-    let first = {
-        let (client, url, body) = (client.clone(), gw1.url.clone(), body.clone());
-        actix_web::rt::spawn(async move { post(&client, &url, &body).await })
-    };
+    let first = pair.send_to_gw1();
     sleep(Duration::from_secs(3)).await;
-    gw1.kill9();
+    pair.gw1.kill9();
+    let Pair { gw2, client, run, ids, body, .. } = &pair;
     let first = first.await.expect("first request");
     // Past the killed gateway's lease (12 s from its last extension).
     sleep(Duration::from_secs(13)).await;
-    let retried = post(&client, &gw2.url, &body).await;
+    let retried = post(client, &gw2.url, body).await;
     let retried_at = frozen.elapsed();
     let resume = Duration::from_secs(40).saturating_sub(frozen.elapsed());
     sleep(resume).await;
     cluster.resume(3).await;
-    let (last, attempts) = retry_until_200(&client, &gw2.url, &body, Duration::from_secs(90)).await;
+    let (last, attempts) = retry_until_200(client, &gw2.url, body, Duration::from_secs(90)).await;
     let answered_at = frozen.elapsed();
-    let stored = read_back(&cluster.brokers(), &run).await;
+    let stored = read_back(&cluster.brokers(), run).await;
     let copies: Vec<usize> = ids.iter().map(|id| stored.ids.get(id).copied().unwrap_or(0)).collect();
     let looked_up =
         plain(&gw2.log_text()).lines().filter(|l| l.contains("looked up in Kafka") && l.contains("in_kafka=4")).count();
@@ -347,7 +355,6 @@ async fn a_dead_gateways_record_above_the_high_watermark_is_found_before_a_retry
     assert_eq!(copies, vec![1; 4], "each event stored once ({text})");
     assert_eq!(looked_up, 1, "gw2 took the ids over once and found them in Kafka");
 
-    drop(gw2);
-    blocking(move || drop(redis_guard)).await;
+    pair.stop().await;
     cluster.stop().await;
 }
