@@ -121,6 +121,9 @@ async fn the_stream_shows_each_event_as_stored_with_its_fate() {
     let record = opened(&gw, &good["id"]).await;
     let stored = record.to_string();
     assert!(!stored.contains(email), "the address is hashed as stored, never clear: {stored}");
+    for field in ["type", "event", "userId"] {
+        assert_eq!(good[field], record[field], "the row's {field} is the record's: {good}");
+    }
     assert_eq!(record["properties"]["email"].as_str().map(str::len), Some(64), "hex HMAC: {stored}");
 
     let bad = &events[1].1;
@@ -128,7 +131,10 @@ async fn the_stream_shows_each_event_as_stored_with_its_fate() {
     assert_eq!(bad["topic"], "eventgw.dead-letter");
     assert_eq!(bad["code"], "schema_violation");
     assert!(!bad["violations"].as_array().expect("violations").is_empty(), "{bad}");
-    assert_eq!(opened(&gw, &bad["id"]).await["reason"], "schema_violation", "the dead-letter envelope as stored");
+    let envelope = opened(&gw, &bad["id"]).await;
+    assert_eq!(envelope["reason"], "schema_violation", "the dead-letter envelope as stored");
+    assert_eq!((&bad["event"], &bad["userId"]), (&envelope["event"]["event"], &envelope["event"]["userId"]), "{bad}");
+    assert_eq!(bad["userId"], "u-2");
 
     let filtered = read(&mut invalid_only, 1).await;
     assert_eq!(filtered[0].1["messageId"], "bad-1", "only the invalid event passes the filter");

@@ -36,7 +36,7 @@ pub struct LiveConfig {
 
 impl Default for LiveConfig {
     fn default() -> Self {
-        Self { enabled: false, token: String::new(), buffer_events: 1024, heartbeat_secs: 15, recent_mib: 16 }
+        Self { enabled: false, token: String::new(), buffer_events: 4096, heartbeat_secs: 15, recent_mib: 16 }
     }
 }
 

@@ -4,21 +4,20 @@
 //! the answer are done with the request.
 //!
 //! Per event the cost is paid once, whatever the number of viewers: the
-//! record is scanned once for the fields the view shows (no JSON tree is
-//! built, and the scan is what proves the bytes are JSON), its bytes are
-//! kept as they are for `GET /live/events/{id}` (never put in the frame),
-//! and the SSE frame is rendered by the first viewer that sends it and
-//! shared by the rest.
+//! fields the view shows were read by admission from the record as it was
+//! built ([`Shown`]: the record's bytes are never scanned again), its
+//! bytes are kept as they are for `GET /live/events/{id}` (never put in
+//! the frame), and the SSE frame is rendered by the first viewer that
+//! sends it and shared by the rest.
 
-use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use actix_web::web::Bytes;
-use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::Serialize;
 
 use super::LiveHub;
-use crate::outcome::{EventOutcome, EventStatus};
+use crate::outcome::EventOutcome;
+pub use crate::pipeline::Shown;
 use crate::sink::{OutRecord, Stored};
 
 /// One event of the live view, serialised as the stream's `data:`.
@@ -121,6 +120,8 @@ impl LiveEvent {
 struct Copied {
     /// Key and value of the record, `None` when none is produced.
     record: Option<(String, Vec<u8>)>,
+    /// The fields shown, as admission read them from the record it built.
+    shown: Option<Box<Shown>>,
 }
 
 /// The copies of one request's records, taken only when someone watches.
@@ -133,13 +134,19 @@ pub struct Capture {
 
 impl LiveHub {
     /// Copies the records of `source`'s events (each `None` when it is not
-    /// produced) when anyone watches that source; `None`, having built
-    /// nothing, when nobody does.
-    pub fn capture<'r>(&self, source: &str, records: impl Iterator<Item = Option<&'r OutRecord>>) -> Option<Capture> {
+    /// produced) with what admission read of them ([`Shown`]) when anyone
+    /// watches that source; `None`, having built nothing, when nobody does.
+    pub fn capture<'r>(
+        &self,
+        source: &str,
+        events: impl Iterator<Item = (Option<&'r OutRecord>, Option<Box<Shown>>)>,
+    ) -> Option<Capture> {
         if !self.watches(source) {
             return None;
         }
-        let copies = records.map(|r| Copied { record: r.map(|r| (r.key.clone(), r.payload.clone())) }).collect();
+        let copies = events
+            .map(|(record, shown)| Copied { record: record.map(|r| (r.key.clone(), r.payload.clone())), shown })
+            .collect();
         Some(Capture { source: source.to_owned(), copies })
     }
 }
@@ -158,93 +165,16 @@ impl Capture {
     }
 }
 
-/// The fields the view shows and filters on, read from a stored record in
-/// one scan without building its tree; a field that is not a string is
-/// absent (as `Value::as_str` would say).
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Shown<'a> {
-    #[serde(rename = "type", default, borrow, deserialize_with = "text")]
-    kind: Option<Cow<'a, str>>,
-    #[serde(default, borrow, deserialize_with = "text")]
-    event: Option<Cow<'a, str>>,
-    #[serde(default, borrow, deserialize_with = "text")]
-    user_id: Option<Cow<'a, str>>,
-    #[serde(default, borrow, deserialize_with = "text")]
-    anonymous_id: Option<Cow<'a, str>>,
-}
-
-/// A dead-letter envelope: the event (scrubbed) is under `event`.
-#[derive(Deserialize)]
-struct Envelope<'a> {
-    #[serde(default, borrow)]
-    event: Option<Shown<'a>>,
-}
-
-/// A string as it is (borrowed when it has no escapes), anything else
-/// absent; read straight from the scanner, nothing buffered.
-fn text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'de, str>>, D::Error> {
-    struct Text;
-    impl<'de> Visitor<'de> for Text {
-        type Value = Option<Cow<'de, str>>;
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("any JSON value")
-        }
-        fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-            Ok(Some(Cow::Borrowed(v)))
-        }
-        fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-            Ok(Some(Cow::Owned(v.to_owned())))
-        }
-        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_unit<E>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-            while seq.next_element::<IgnoredAny>()?.is_some() {}
-            Ok(None)
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-            Ok(None)
-        }
-    }
-    d.deserialize_any(Text)
-}
-
-/// The shown fields of a record's bytes (`invalid`: a dead-letter
-/// envelope), `None` when the bytes are not a JSON object.
-fn shown(bytes: &[u8], invalid: bool) -> Option<Shown<'_>> {
-    if invalid && let Ok(Envelope { event: Some(inner) }) = serde_json::from_slice::<Envelope>(bytes) {
-        return Some(inner);
-    }
-    serde_json::from_slice(bytes).ok()
-}
-
 fn row(source: &str, time: &str, copied: Copied, outcome: &EventOutcome, stored: Option<Stored>) -> LiveEvent {
     let (key, bytes) = match copied.record {
         Some((key, bytes)) => (Some(key), Some(bytes)),
         None => (None, None),
     };
-    let owned = |t: Option<Cow<'_, str>>| t.map(Cow::into_owned);
-    // Bytes that are not a JSON object are not shown (the frame must stay JSON).
-    let seen = bytes.as_deref().and_then(|b| shown(b, outcome.status == EventStatus::Invalid));
-    let (found, (kind, event, user_id, anonymous_id)) = match seen {
-        Some(s) => (true, (owned(s.kind), owned(s.event), owned(s.user_id), owned(s.anonymous_id))),
-        None => (false, (None, None, None, None)),
-    };
-    let bytes = if found { bytes } else { None };
+    // Only a JSON object is offered to open (`/live/events/{id}` answers it
+    // as JSON): every record the gateway builds is one, except a framed
+    // domain's (the registry's wire format puts five bytes before it).
+    let bytes = bytes.filter(|b| b.first() == Some(&b'{'));
+    let Shown { kind, event, user_id, anonymous_id } = copied.shown.map(|s| *s).unwrap_or_default();
     let (partition, offset) = match stored {
         Some(Stored::Kafka(at)) => (Some(at.partition), Some(at.offset)),
         _ => (None, None),

@@ -1,43 +1,57 @@
 use serde_json::Value;
 
 use super::*;
+use crate::outcome::EventStatus;
 
 fn outcome(status: EventStatus) -> EventOutcome {
     EventOutcome { index: 0, message_id: None, status, topic: None, code: None, message: None, errors: Vec::new() }
 }
 
-fn copied(payload: &str) -> Copied {
-    Copied { record: Some(("k".into(), payload.as_bytes().to_vec())) }
+fn copied(payload: &str, shown: Option<Shown>) -> Copied {
+    Copied { record: Some(("k".into(), payload.as_bytes().to_vec())), shown: shown.map(Box::new) }
+}
+
+fn shown(kind: &str, event: &str, user_id: &str) -> Shown {
+    Shown { kind: Some(kind.into()), event: Some(event.into()), user_id: Some(user_id.into()), anonymous_id: None }
 }
 
 #[test]
-fn the_stored_bytes_are_shown_as_they_are_with_their_fields() {
+fn the_stored_bytes_are_kept_as_they_are_and_the_fields_are_admissions() {
     let stored = r#"{"type":"track","event":"Form Submitted","userId":"u-\"1\"","properties":{"z":1,"a":2}}"#;
-    let row = row("web", "t", copied(stored), &outcome(EventStatus::Accepted), None);
+    let fields = shown("track", "Form Submitted", "u-\"1\"");
+    let row = row("web", "t", copied(stored, Some(fields)), &outcome(EventStatus::Accepted), None);
     assert_eq!(row.payload.as_deref(), Some(stored.as_bytes()), "bytes and key order kept");
     assert_eq!((row.r#type.as_deref(), row.event.as_deref()), (Some("track"), Some("Form Submitted")));
-    assert_eq!(row.user_id.as_deref(), Some("u-\"1\""), "escapes read");
+    assert_eq!(row.user_id.as_deref(), Some("u-\"1\""));
     let frame = row.frame();
     assert!(frame.starts_with(b"event: event\ndata: {\"id\":0,\"time\":\"t\""), "{frame:?}");
     assert!(frame.ends_with(b",\"stored\":true}\n\n"), "the record is opened by id, not sent: {frame:?}");
     assert!(!frame.windows(9).any(|w| w == b"\"payload\""), "{frame:?}");
+    let data = std::str::from_utf8(&frame[b"event: event\ndata: ".len()..frame.len() - 2]).expect("utf-8");
+    let data: Value = serde_json::from_str(data).expect("the frame's data is JSON, quotes escaped");
+    assert_eq!(data["userId"], "u-\"1\"");
     assert_eq!(row.frame().as_ptr(), frame.as_ptr(), "rendered once, shared");
 }
 
 #[test]
-fn a_dead_letter_shows_its_events_fields_and_odd_values_are_absent() {
-    let envelope =
-        r#"{"reason":"schema_violation","event":{"type":"track","event":"Order","userId":7,"anonymousId":"a"}}"#;
-    let dead = row("web", "t", copied(envelope), &outcome(EventStatus::Invalid), None);
-    assert_eq!(dead.event.as_deref(), Some("Order"));
-    assert_eq!((dead.user_id.as_deref(), dead.anonymous_id.as_deref()), (None, Some("a")), "a number is no user id");
+fn a_row_without_fields_or_json_bytes_still_frames_as_json() {
     let text = "{\n  \"type\": \"page\"\n}";
-    let pretty = row("web", "t", copied(text), &outcome(EventStatus::Accepted), None);
+    let pretty = row("web", "t", copied(text, None), &outcome(EventStatus::Accepted), None);
     assert_eq!(pretty.payload.as_deref(), Some(text.as_bytes()), "kept as stored, line breaks and all");
+    assert_eq!(pretty.r#type, None, "no fields but admission's");
     assert_eq!(pretty.frame().iter().filter(|b| **b == b'\n').count(), 3, "one data: line");
-    let junk = row("web", "t", copied("not json"), &outcome(EventStatus::Accepted), None);
-    assert!(junk.payload.is_none(), "bytes that are not JSON are not offered");
-    let frame = junk.frame();
+    // A framed domain's record: the registry's five bytes, then JSON.
+    let framed = row(
+        "web",
+        "t",
+        copied("\0\0\0\0\u{1}{}", Some(shown("track", "E", "u"))),
+        &outcome(EventStatus::Accepted),
+        None,
+    );
+    assert!(framed.payload.is_none(), "bytes that are not a JSON object are not offered to open");
+    assert_eq!(framed.event.as_deref(), Some("E"), "the row is shown all the same");
+    let frame = framed.frame();
     let json = std::str::from_utf8(&frame[b"event: event\ndata: ".len()..frame.len() - 2]).expect("utf-8");
-    serde_json::from_str::<Value>(json).expect("the frame's data is JSON");
+    let data: Value = serde_json::from_str(json).expect("the frame's data is JSON");
+    assert!(data.get("stored").is_none(), "{data}");
 }

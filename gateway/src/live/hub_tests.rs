@@ -121,6 +121,43 @@ async fn events_ready_together_go_out_as_one_chunk_and_filtered_ones_never_as_an
     assert!(stream.next().await.is_none(), "the stream ends after `closed`");
 }
 
+#[actix_rt::test]
+async fn a_viewer_gets_at_most_one_chunk_of_events_per_pace_and_the_requests_between_share_it() {
+    use futures::StreamExt;
+    let hub = Arc::new(LiveHub::new(64, 1 << 20));
+    let mut stream = Box::pin(sse::stream(hub.watch(None), Filter::default(), std::time::Duration::from_secs(30)));
+    stream.next().await.expect("opening").expect("bytes");
+    hub.publish("web", vec![event("accepted", "first")]);
+    let first = stream.next().await.expect("a chunk").expect("bytes");
+    let sent = std::time::Instant::now();
+    assert!(std::str::from_utf8(&first).expect("utf-8").contains("first"));
+    // Three requests answered while the viewer waits out its pace.
+    let later = Arc::clone(&hub);
+    let publisher = actix_rt::spawn(async move {
+        for name in ["second", "third", "fourth"] {
+            later.publish("web", vec![event("accepted", name)]);
+            actix_rt::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+    });
+    let next = stream.next().await.expect("a chunk").expect("bytes");
+    publisher.await.expect("publisher");
+    assert!(sent.elapsed() >= sse::PACE, "the next chunk waited out the pace");
+    let text = std::str::from_utf8(&next).expect("utf-8");
+    assert!(text.contains("second"), "{text}");
+    let rest = if text.contains("fourth") {
+        String::new()
+    } else {
+        let more = stream.next().await.expect("a chunk").expect("bytes");
+        String::from_utf8_lossy(&more).into_owned()
+    };
+    assert!(text.contains("fourth") || rest.contains("fourth"), "every event arrives: {text} {rest}");
+    assert_eq!(
+        text.matches("event: event\n").count() + rest.matches("event: event\n").count(),
+        3,
+        "each of the three once"
+    );
+}
+
 #[test]
 fn published_events_are_numbered_and_opened_while_the_view_holds_them() {
     let stored = |name: &str| LiveEvent { payload: Some(vec![b'x'; 1000]), ..event("accepted", name) };

@@ -40,6 +40,7 @@ impl Admission<'_> {
         let mut splice = ContextSplice::default();
         self.enrich(&mut event, time, &mut splice);
         let marks = self.edge.finish(name, consent_warning, &mut event, &mut splice);
+        self.note_shown(&event);
         (splice.write(&event, RECORD_CAPACITY), marks)
     }
 

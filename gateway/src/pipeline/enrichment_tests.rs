@@ -291,3 +291,43 @@ fn spliced_records_are_byte_for_byte_the_map_built_ones() {
     assert!(compared > 1000, "{compared} records compared");
     assert!(enriched.iter().all(|n| *n > 20), "records with geo, agent, bot, ipHash: {enriched:?}");
 }
+
+/// What admission notes for the live view ([`super::super::Shown`]) is what
+/// each record holds: the event's fields as stored, or the dead-letter
+/// envelope's event's; nothing when the view does not watch.
+#[test]
+fn what_the_live_view_is_shown_is_what_each_record_holds() {
+    let dir = std::env::temp_dir().join(format!("eventgw-shown-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let state = state(&dir, false);
+    let (mut accepted, mut dead) = (0, 0);
+    for source in state.config.sources.iter().map(|s| s.id.clone()) {
+        let principal = state.auth.load().by_write_key(&format!("key-{source}")).expect("source");
+        let received_at = chrono::DateTime::from_timestamp(1_731_622_400, 0).expect("time");
+        let request = Request::from_client(&state, "batch", clients(false).remove(0));
+        let mut admission = crate::stages::admit::admission(&request, &principal, received_at, None);
+        let unwatched = admission.admit_all(events(), Vec::new());
+        assert!(unwatched.iter().all(|p| p.shown.is_none()), "{source}: nothing read unwatched");
+        admission.shown = Some(super::super::ShownSlot::default());
+        for planned in admission.admit_all(events(), Vec::new()) {
+            let (record, event) = match &planned.verdict {
+                Verdict::Accept(record) => (record, "".to_owned()),
+                Verdict::DeadLetter { record, .. } => (record, "/event".to_owned()),
+                _ => continue,
+            };
+            let stored: Value = serde_json::from_slice(&record.payload).expect("a record is JSON");
+            let field =
+                |name: &str| stored.pointer(&format!("{event}/{name}")).and_then(Value::as_str).map(str::to_owned);
+            let expected = super::super::Shown {
+                kind: field("type"),
+                event: field("event"),
+                user_id: field("userId"),
+                anonymous_id: field("anonymousId"),
+            };
+            assert_eq!(planned.shown.as_deref(), Some(&expected), "{source}: {stored}");
+            if event.is_empty() { accepted += 1 } else { dead += 1 }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(accepted > 10 && dead > 0, "accepted {accepted}, dead-lettered {dead}");
+}

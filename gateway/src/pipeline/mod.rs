@@ -14,13 +14,14 @@ mod record;
 mod route;
 mod validate;
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use eventgw_schemas::{Catalog, Rollout, SchemaViolation};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 pub use self::clock::{
     CORRECTION_HEADER, EventTime, INVALID_SENT_AT, MAX_CLOCK_SKEW_SECS, SKEW_EXCEEDED, format_time, parse_time,
@@ -105,7 +106,44 @@ pub struct Planned {
     /// waived under `warn` and `observe`): the stage counts it in
     /// `eventgw_contract_violations_total`.
     pub violation: Option<ContractViolation>,
+    /// What the live view shows of its record, when the live view watched
+    /// the source as the request was admitted ([`Admission::shown`]).
+    pub shown: Option<Box<Shown>>,
 }
+
+/// The fields the live view shows and filters on, read from an event's
+/// record while it is built (after every privacy action: a hashed `userId`
+/// is the hash), so the view never scans the record's bytes again. A field
+/// that is not a string is absent.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Shown {
+    /// `type`: `track`, `page`, `identify`, ...
+    pub kind: Option<String>,
+    /// A `track`'s event name.
+    pub event: Option<String>,
+    /// `userId` as stored.
+    pub user_id: Option<String>,
+    /// `anonymousId` as stored.
+    pub anonymous_id: Option<String>,
+}
+
+impl Shown {
+    fn of(event: &Map<String, Value>) -> Box<Self> {
+        let text = |field: &str| event.get(field).and_then(Value::as_str).map(str::to_owned);
+        Box::new(Self {
+            kind: text("type"),
+            event: text("event"),
+            user_id: text("userId"),
+            anonymous_id: text("anonymousId"),
+        })
+    }
+}
+
+/// Where the record being built leaves its [`Shown`] fields for
+/// [`Planned::shown`]: present in an [`Admission`] only while the live view
+/// watches the request's source.
+#[derive(Default)]
+pub struct ShownSlot(Cell<Option<Box<Shown>>>);
 
 /// An event that broke its catalog schema.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,6 +192,9 @@ pub struct Admission<'a> {
     /// Geo, device, bots, IP policy, personal data, suppression, consent
     /// for the request's events (its caches and counts are the request's).
     pub edge: EdgeRequest<'a>,
+    /// Present when the live view watches the source: each record built
+    /// leaves what the view shows of it here (`None`: nothing is read).
+    pub shown: Option<ShownSlot>,
 }
 
 /// The contract an event is checked against: a catalog event, an identity
@@ -209,6 +250,7 @@ impl Admission<'_> {
                             message_id: Some(id.clone()),
                             verdict: Verdict::Duplicate { first },
                             violation: None,
+                            shown: None,
                         });
                         continue;
                     }
@@ -255,7 +297,20 @@ impl Admission<'_> {
                 self.dead_letter(&event, &message_id, code, message, errors)
             }
         };
-        Planned { message_id: Some(message_id), verdict, violation }
+        Planned { message_id: Some(message_id), verdict, violation, shown: self.take_shown() }
+    }
+
+    /// Notes what the live view shows of the record built from `event`,
+    /// when it watches.
+    fn note_shown(&self, event: &Map<String, Value>) {
+        if let Some(slot) = &self.shown {
+            slot.0.set(Some(Shown::of(event)));
+        }
+    }
+
+    /// What the last record built left for the live view.
+    fn take_shown(&self) -> Option<Box<Shown>> {
+        self.shown.as_ref().and_then(|slot| slot.0.take())
     }
 
     /// Enriches a valid event into its record, unless enrichment made the
@@ -293,5 +348,5 @@ impl Refusal {
 }
 
 fn reject(message_id: Option<String>, code: Code, message: String) -> Planned {
-    Planned { message_id, verdict: Verdict::Reject { code, message }, violation: None }
+    Planned { message_id, verdict: Verdict::Reject { code, message }, violation: None, shown: None }
 }

@@ -62,7 +62,7 @@ impl Admission<'_> {
         } else {
             self.dead_letter(original, &message_id, Code::UndecodableEvent, reason, Vec::new())
         };
-        Planned { message_id: Some(message_id), verdict, violation: None }
+        Planned { message_id: Some(message_id), verdict, violation: None, shown: self.take_shown() }
     }
 
     pub(super) fn dead_letter(
@@ -73,6 +73,10 @@ impl Admission<'_> {
         message: String,
         errors: Vec<SchemaViolation>,
     ) -> Verdict {
+        let scrubbed = self.edge.scrub(original);
+        if let Value::Object(event) = scrubbed.as_ref() {
+            self.note_shown(event);
+        }
         let envelope = json!({
             "reason": code.as_str(),
             "message": message,
@@ -80,7 +84,7 @@ impl Admission<'_> {
             "source": self.source.id,
             "receivedAt": self.received_at_text,
             "messageId": message_id,
-            "event": self.edge.scrub(original),
+            "event": scrubbed,
         });
         let mut headers = self.headers(message_id, None);
         headers.push(("dead-letter-reason", code.as_str().to_owned()));

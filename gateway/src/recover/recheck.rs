@@ -148,6 +148,7 @@ impl Checker {
             max_event_bytes: state.config.limits.max_event_bytes,
             schema_ids: state.schema_ids.load_full(),
             edge,
+            shown: None,
         }
     }
 }

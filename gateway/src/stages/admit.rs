@@ -44,6 +44,7 @@ pub fn admission<'a>(
         max_event_bytes: state.config.limits.max_event_bytes,
         schema_ids: state.schema_ids.load_full(),
         edge,
+        shown: None,
     }
 }
 
@@ -54,6 +55,9 @@ pub fn events(request: &Request, principal: &Principal, batch: BatchRequest) -> 
     state.edge.admits(&source.id).map_err(ApiError::NotReady)?;
     let mut admission = admission(request, principal, (state.clock)(), batch.sent_at.as_deref());
     admission.protocol = batch.protocol;
+    if state.live.watches(&source.id) {
+        admission.shown = Some(pipeline::ShownSlot::default());
+    }
     let planned = admission.admit_all(batch.events, batch.undecodable);
     admission.edge.flush(&state.metrics);
     count_violations(&state.metrics, &planned);

@@ -37,7 +37,8 @@ fn accepted(message_id: &str, fate: Fate) -> ProducedEvent {
         payload: Vec::new(),
         headers: Vec::new(),
     };
-    let planned = Planned { message_id: Some(message_id.into()), verdict: Verdict::Accept(record), violation: None };
+    let planned =
+        Planned { message_id: Some(message_id.into()), verdict: Verdict::Accept(record), violation: None, shown: None };
     ProducedEvent { planned, fate }
 }
 

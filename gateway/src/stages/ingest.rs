@@ -41,8 +41,14 @@ pub async fn ingest(
     batch: BatchRequest,
 ) -> Result<BatchAnswer, ApiError> {
     charge::events(request, principal, batch.events.len())?;
-    let planned = admit::events(request, principal, batch)?;
-    let live = request.state.live.capture(&principal.source.id, planned.iter().map(|p| p.verdict.record()));
+    let mut planned = admit::events(request, principal, batch)?;
+    let live = request.state.live.capture(
+        &principal.source.id,
+        planned.iter_mut().map(|p| {
+            let shown = p.shown.take();
+            (p.verdict.record(), shown)
+        }),
+    );
     let produced = produce::records(request, planned, principal.source.spool).await?;
     let stored: Vec<Option<Stored>> = match live {
         Some(_) => produced.iter().map(|p| if let Fate::Stored(s) = p.fate { Some(s) } else { None }).collect(),

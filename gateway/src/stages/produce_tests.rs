@@ -6,7 +6,7 @@ use crate::sink::{Delivered, MemorySink};
 
 fn accepted(topic: &str) -> Planned {
     let record = OutRecord { topic: topic.into(), key: "k".into(), payload: b"{}".to_vec(), headers: Vec::new() };
-    Planned { message_id: Some("m".into()), verdict: Verdict::Accept(record), violation: None }
+    Planned { message_id: Some("m".into()), verdict: Verdict::Accept(record), violation: None, shown: None }
 }
 
 fn rejected() -> Planned {
@@ -14,6 +14,7 @@ fn rejected() -> Planned {
         message_id: None,
         verdict: Verdict::Reject { code: crate::code::Code::InvalidType, message: "the event has no `type`".into() },
         violation: None,
+        shown: None,
     }
 }
 
