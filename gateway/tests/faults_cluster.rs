@@ -104,7 +104,7 @@ impl Sink for AcksOneSink {
                 for (key, value) in &r.headers {
                     headers = headers.insert(Header { key, value: Some(value.as_bytes()) });
                 }
-                let record = FutureRecord::to(&r.topic).key(&r.key).payload(&r.payload).headers(headers);
+                let record = FutureRecord::to(&r.topic).key(&r.key).payload(&r.payload[..]).headers(headers);
                 self.producer.send_result(record).map_err(|(e, _)| SinkError::Unavailable(e.to_string()))
             })
             .collect();

@@ -21,7 +21,7 @@ fn record(topic: &str, id: &str) -> OutRecord {
     OutRecord {
         topic: topic.into(),
         key: id.into(),
-        payload: format!("{{\"messageId\":\"{id}\"}}").into_bytes(),
+        payload: format!("{{\"messageId\":\"{id}\"}}").into_bytes().into(),
         headers: vec![("event-id", id.to_owned())],
     }
 }

@@ -24,7 +24,7 @@ fn records(topic: &str, ids: &[String]) -> Vec<OutRecord> {
         .map(|id| OutRecord {
             topic: topic.to_owned(),
             key: format!("user-{}", id.len()),
-            payload: format!("{{\"messageId\":\"{id}\"}}").into_bytes(),
+            payload: format!("{{\"messageId\":\"{id}\"}}").into_bytes().into(),
             headers: vec![("event-id", id.clone())],
         })
         .collect()

@@ -104,7 +104,7 @@ fn record(event: usize) -> OutRecord {
     OutRecord {
         topic: "web.tracking".into(),
         key: format!("user-{event}"),
-        payload: b"{}".to_vec(),
+        payload: b"{}".to_vec().into(),
         headers: vec![("event-id", format!("m-{event}")), ("source", "web".into())],
     }
 }

@@ -76,7 +76,7 @@ pub struct LiveEvent {
     /// stream carries what a row shows, not every record's bytes to every
     /// viewer); the frame says `"stored":true` when there is one.
     #[serde(skip)]
-    pub payload: Option<Vec<u8>>,
+    pub payload: Option<Bytes>,
     /// The `event: event` SSE frame of this event, rendered once by the
     /// first viewer that sends it and shared by every other viewer.
     #[serde(skip)]
@@ -111,15 +111,16 @@ impl LiveEvent {
     /// What this event holds in memory, for the bound of the opened-events
     /// store: its stored record and the rest, roughly.
     pub fn weight(&self) -> usize {
-        256 + self.payload.as_ref().map_or(0, Vec::len)
+        256 + self.payload.as_ref().map_or(0, Bytes::len)
     }
 }
 
 /// What the live view copies of one event before its record goes to the
 /// sink.
 struct Copied {
-    /// Key and value of the record, `None` when none is produced.
-    record: Option<(String, Vec<u8>)>,
+    /// Key and value of the record (the value shared with the sink's
+    /// record, not copied), `None` when none is produced.
+    record: Option<(String, Bytes)>,
     /// The fields shown, as admission read them from the record it built.
     shown: Option<Box<Shown>>,
 }

@@ -8,7 +8,7 @@ fn outcome(status: EventStatus) -> EventOutcome {
 }
 
 fn copied(payload: &str, shown: Option<Shown>) -> Copied {
-    Copied { record: Some(("k".into(), payload.as_bytes().to_vec())), shown: shown.map(Box::new) }
+    Copied { record: Some(("k".into(), payload.as_bytes().to_vec().into())), shown: shown.map(Box::new) }
 }
 
 fn shown(kind: &str, event: &str, user_id: &str) -> Shown {

@@ -160,7 +160,7 @@ async fn a_viewer_gets_at_most_one_chunk_of_events_per_pace_and_the_requests_bet
 
 #[test]
 fn published_events_are_numbered_and_opened_while_the_view_holds_them() {
-    let stored = |name: &str| LiveEvent { payload: Some(vec![b'x'; 1000]), ..event("accepted", name) };
+    let stored = |name: &str| LiveEvent { payload: Some(vec![b'x'; 1000].into()), ..event("accepted", name) };
     // Room for about three events of 1,256 bytes' weight.
     let hub = Arc::new(LiveHub::new(64, 4000));
     let _viewer = hub.watch(None);

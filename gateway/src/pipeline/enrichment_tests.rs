@@ -242,7 +242,7 @@ fn admit(state: &AppState, source: &str, client: &Client, reference: bool) -> Ve
 fn stored(planned: &Planned) -> (String, Vec<u8>) {
     match &planned.verdict {
         Verdict::Accept(record) | Verdict::DeadLetter { record, .. } => {
-            let mut payload = record.payload.clone();
+            let mut payload = record.payload.to_vec();
             let parsed: Value = serde_json::from_slice(&payload).expect("a record is JSON");
             let sealed = parsed.pointer("/properties/full_name").or(parsed.pointer("/event/properties/full_name"));
             if let Some(sealed) = sealed.and_then(Value::as_str).filter(|s| *s != "Ada L") {

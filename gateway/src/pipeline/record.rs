@@ -45,7 +45,7 @@ impl Admission<'_> {
         OutRecord {
             topic: route.topic.clone(),
             key: route.key.clone(),
-            payload: self.schema_ids.payload(&route.schema, &route.version, payload),
+            payload: self.schema_ids.payload(&route.schema, &route.version, payload).into(),
             headers,
         }
     }
@@ -91,7 +91,7 @@ impl Admission<'_> {
         let record = OutRecord {
             topic: self.kafka.dead_letter_topic.clone(),
             key: message_id.to_owned(),
-            payload: envelope.to_string().into_bytes(),
+            payload: envelope.to_string().into_bytes().into(),
             headers,
         };
         Verdict::DeadLetter { record, code, message, errors }

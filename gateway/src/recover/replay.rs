@@ -184,7 +184,7 @@ fn produce(
             }
             let out = FutureRecord::to(&record.topic)
                 .key(&record.key)
-                .payload(&record.payload)
+                .payload(&record.payload[..])
                 .headers(headers)
                 .timestamp(*timestamp);
             producer.send(out, PRODUCE_TIMEOUT)

@@ -10,6 +10,7 @@ pub mod watermark;
 
 use std::time::Duration;
 
+use actix_web::web::Bytes;
 use futures::future::{BoxFuture, FutureExt};
 
 pub use kafka::{KafkaSink, producer_config};
@@ -24,8 +25,10 @@ pub struct OutRecord {
     pub topic: String,
     /// Partition key; equal keys land on one partition, in order.
     pub key: String,
-    /// The enriched event (or dead-letter envelope) as JSON.
-    pub payload: Vec<u8>,
+    /// The enriched event (or dead-letter envelope) as JSON; shared, not
+    /// copied, by whatever else keeps the record (the spool's copies in
+    /// flight, the live view).
+    pub payload: Bytes,
     /// Metadata consumers can read without parsing the payload.
     pub headers: Vec<(&'static str, String)>,
 }

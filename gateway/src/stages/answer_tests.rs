@@ -34,7 +34,7 @@ fn accepted(message_id: &str, fate: Fate) -> ProducedEvent {
     let record = crate::sink::OutRecord {
         topic: "web.tracking".into(),
         key: String::new(),
-        payload: Vec::new(),
+        payload: Default::default(),
         headers: Vec::new(),
     };
     let planned =

@@ -107,7 +107,7 @@ fn take_records(planned: &mut [Planned]) -> Vec<OutRecord> {
                 let topic = record.topic.clone();
                 Some(std::mem::replace(
                     record,
-                    OutRecord { topic, key: String::new(), payload: Vec::new(), headers: Vec::new() },
+                    OutRecord { topic, key: String::new(), payload: Default::default(), headers: Vec::new() },
                 ))
             }
             Verdict::Reject { .. } | Verdict::Duplicate { .. } => None,

@@ -5,7 +5,8 @@ use super::*;
 use crate::sink::{Delivered, MemorySink};
 
 fn accepted(topic: &str) -> Planned {
-    let record = OutRecord { topic: topic.into(), key: "k".into(), payload: b"{}".to_vec(), headers: Vec::new() };
+    let record =
+        OutRecord { topic: topic.into(), key: "k".into(), payload: b"{}".to_vec().into(), headers: Vec::new() };
     Planned { message_id: Some("m".into()), verdict: Verdict::Accept(record), violation: None, shown: None }
 }
 

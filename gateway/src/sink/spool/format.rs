@@ -164,7 +164,7 @@ mod tests {
         let record = OutRecord {
             topic: "web.tracking".into(),
             key: "user-1".into(),
-            payload: b"{}".to_vec(),
+            payload: b"{}".to_vec().into(),
             headers: vec![("event-id", "id-1".into())],
         };
         let mut body = Vec::new();

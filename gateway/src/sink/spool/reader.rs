@@ -63,7 +63,7 @@ mod tests {
             let record = OutRecord {
                 topic: "web.tracking".into(),
                 key: format!("user-{seq}"),
-                payload: vec![b'a' + (seq % 26) as u8; size],
+                payload: vec![b'a' + (seq % 26) as u8; size].into(),
                 headers: vec![("event-id", format!("id-{seq}"))],
             };
             let mut body = Vec::new();
