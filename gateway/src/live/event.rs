@@ -77,35 +77,101 @@ pub struct LiveEvent {
     /// viewer); the frame says `"stored":true` when there is one.
     #[serde(skip)]
     pub payload: Option<Bytes>,
-    /// The `event: event` SSE frame of this event, rendered once by the
-    /// first viewer that sends it and shared by every other viewer.
+    /// The `event: event` SSE frame of this event: a range of its
+    /// request's frames, rendered once into one buffer when it is published
+    /// ([`render_all`]) and shared by every viewer.
     #[serde(skip)]
-    pub(super) frame: OnceLock<Bytes>,
+    pub(super) frame: OnceLock<Frame>,
+}
+
+/// Where an event's frame is: `chunk[start..end]`, `chunk` holding the
+/// frames of every event published with it, one after the other.
+#[derive(Debug, Clone)]
+pub(super) struct Frame {
+    pub(super) chunk: Bytes,
+    pub(super) start: usize,
+    pub(super) end: usize,
+}
+
+/// Renders the frames of `events` (published together) into one buffer
+/// and gives each its range of it: one allocation per request, and a
+/// viewer that takes several of them in a row sends one slice of it.
+pub(super) fn render_all(events: &[std::sync::Arc<LiveEvent>]) {
+    let mut out = Vec::with_capacity(events.len() * 384);
+    let mut ends = Vec::with_capacity(events.len());
+    for event in events {
+        event.render(&mut out);
+        ends.push(out.len());
+    }
+    let chunk = Bytes::from(out);
+    let mut start = 0;
+    for (event, end) in events.iter().zip(ends) {
+        // A frame already set (an event published twice) keeps its own.
+        let _ = event.frame.set(Frame { chunk: chunk.clone(), start, end });
+        start = end;
+    }
 }
 
 impl LiveEvent {
     /// This event's SSE frame (`event: event`, the event as JSON without
-    /// its stored record), rendered on the first call only.
+    /// its stored record): its range of the request's frames once
+    /// published, rendered on its own before that.
     pub fn frame(&self) -> Bytes {
-        self.frame
-            .get_or_init(|| {
-                const HEAD: &[u8] = b"event: event\ndata: ";
-                let mut out = Vec::with_capacity(HEAD.len() + 512);
-                out.extend_from_slice(HEAD);
-                let written = serde_json::to_writer(&mut out, self).is_ok();
-                if !written {
-                    out.truncate(HEAD.len());
-                    out.extend_from_slice(b"{}");
-                }
-                if written && self.payload.is_some() {
-                    // The object always ends with `}`.
-                    out.pop();
-                    out.extend_from_slice(b",\"stored\":true}");
-                }
-                out.extend_from_slice(b"\n\n");
-                Bytes::from(out)
-            })
-            .clone()
+        let frame = self.framed();
+        frame.chunk.slice(frame.start..frame.end)
+    }
+
+    /// Where this event's frame is (rendered now if it was never published).
+    pub(super) fn framed(&self) -> &Frame {
+        self.frame.get_or_init(|| {
+            let mut out = Vec::with_capacity(384);
+            self.render(&mut out);
+            let end = out.len();
+            Frame { chunk: Bytes::from(out), start: 0, end }
+        })
+    }
+
+    /// Appends this event's frame to `out`, written by hand (the same JSON
+    /// serde would write for it, fields in the same order, plus
+    /// `"stored":true` when there is a stored record): it is rendered for
+    /// every watched event, and serde's escaping of each string byte by
+    /// byte was most of its cost.
+    fn render(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"event: event\ndata: {\"id\":");
+        push_number(out, self.id);
+        text_field(out, "time", Some(&self.time));
+        text_field(out, "source", Some(&self.source));
+        text_field(out, "type", self.r#type.as_deref());
+        text_field(out, "event", self.event.as_deref());
+        text_field(out, "messageId", self.message_id.as_deref());
+        text_field(out, "userId", self.user_id.as_deref());
+        text_field(out, "anonymousId", self.anonymous_id.as_deref());
+        text_field(out, "status", Some(self.status));
+        text_field(out, "topic", self.topic.as_deref());
+        text_field(out, "key", self.key.as_deref());
+        if let Some(partition) = self.partition {
+            out.extend_from_slice(b",\"partition\":");
+            push_number(out, partition);
+        }
+        if let Some(offset) = self.offset {
+            out.extend_from_slice(b",\"offset\":");
+            push_number(out, offset);
+        }
+        text_field(out, "code", self.code);
+        text_field(out, "message", self.message.as_deref());
+        if !self.violations.is_empty() {
+            out.extend_from_slice(b",\"violations\":");
+            // Rare (invalid events only); serde's output, or none at all.
+            let before = out.len();
+            if serde_json::to_writer(&mut *out, &self.violations).is_err() {
+                out.truncate(before);
+                out.extend_from_slice(b"[]");
+            }
+        }
+        if self.payload.is_some() {
+            out.extend_from_slice(b",\"stored\":true");
+        }
+        out.extend_from_slice(b"}\n\n");
     }
 
     /// What this event holds in memory, for the bound of the opened-events
@@ -200,6 +266,54 @@ fn row(source: &str, time: &str, copied: Copied, outcome: &EventOutcome, stored:
         payload: bytes,
         frame: OnceLock::new(),
     }
+}
+
+/// `,"name":"value"` when there is a value.
+fn text_field(out: &mut Vec<u8>, name: &str, value: Option<&str>) {
+    if let Some(value) = value {
+        out.extend_from_slice(b",\"");
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b"\":");
+        push_string(out, value);
+    }
+}
+
+/// `value` as a JSON string, escaped as serde_json escapes it: `"`, `\`
+/// and the control characters (so a frame stays one line); the rest as it
+/// is, copied in runs.
+fn push_string(out: &mut Vec<u8>, value: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bytes = value.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let mut run = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let escape: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            0x00..=0x1f => b"",
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[run..i]);
+        run = i + 1;
+        if escape.is_empty() {
+            out.extend_from_slice(&[b'\\', b'u', b'0', b'0', HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]]);
+        } else {
+            out.extend_from_slice(escape);
+        }
+    }
+    out.extend_from_slice(&bytes[run..]);
+    out.push(b'"');
+}
+
+fn push_number(out: &mut Vec<u8>, n: impl std::fmt::Display) {
+    use std::io::Write as _;
+    let _ = write!(out, "{n}");
 }
 
 #[cfg(test)]

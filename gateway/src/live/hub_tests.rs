@@ -122,7 +122,7 @@ async fn events_ready_together_go_out_as_one_chunk_and_filtered_ones_never_as_an
 }
 
 #[actix_rt::test]
-async fn a_viewer_gets_at_most_one_chunk_of_events_per_pace_and_the_requests_between_share_it() {
+async fn a_viewer_waits_out_its_pace_then_gets_what_was_published_meanwhile_at_once() {
     use futures::StreamExt;
     let hub = Arc::new(LiveHub::new(64, 1 << 20));
     let mut stream = Box::pin(sse::stream(hub.watch(None), Filter::default(), std::time::Duration::from_secs(30)));
@@ -142,20 +142,83 @@ async fn a_viewer_gets_at_most_one_chunk_of_events_per_pace_and_the_requests_bet
     let next = stream.next().await.expect("a chunk").expect("bytes");
     publisher.await.expect("publisher");
     assert!(sent.elapsed() >= sse::PACE, "the next chunk waited out the pace");
-    let text = std::str::from_utf8(&next).expect("utf-8");
-    assert!(text.contains("second"), "{text}");
-    let rest = if text.contains("fourth") {
-        String::new()
-    } else {
-        let more = stream.next().await.expect("a chunk").expect("bytes");
-        String::from_utf8_lossy(&more).into_owned()
-    };
-    assert!(text.contains("fourth") || rest.contains("fourth"), "every event arrives: {text} {rest}");
-    assert_eq!(
-        text.matches("event: event\n").count() + rest.matches("event: event\n").count(),
-        3,
-        "each of the three once"
+    let mut text = String::from_utf8_lossy(&next).into_owned();
+    // What was published during the pace is ready at once, in order: the
+    // HTTP server writes what is ready together.
+    while !text.contains("fourth") {
+        use futures::FutureExt;
+        let more = stream.next().now_or_never().expect("ready without waiting").expect("a chunk").expect("bytes");
+        text.push_str(&String::from_utf8_lossy(&more));
+    }
+    assert_eq!(text.matches("event: event\n").count(), 3, "each of the three once: {text}");
+    let order: Vec<usize> = ["second", "third", "fourth"].iter().filter_map(|n| text.find(n)).collect();
+    assert!(order.len() == 3 && order.is_sorted(), "{text}");
+}
+
+#[actix_rt::test]
+async fn a_request_s_frames_are_one_slice_of_one_buffer_for_every_viewer() {
+    use futures::StreamExt;
+    let hub = Arc::new(LiveHub::new(64, 1 << 20));
+    let mut all = Box::pin(sse::stream(hub.watch(None), Filter::default(), std::time::Duration::from_secs(30)));
+    let only: Filter = serde_json::from_str(r#"{"status":"invalid"}"#).expect("filter");
+    let mut invalid = Box::pin(sse::stream(hub.watch(None), only, std::time::Duration::from_secs(30)));
+    all.next().await.expect("opening").expect("bytes");
+    invalid.next().await.expect("opening").expect("bytes");
+    let names = ["a0", "a1", "i2", "i3", "a4"];
+    hub.publish(
+        "web",
+        names.iter().map(|n| event(if n.starts_with('i') { "invalid" } else { "accepted" }, n)).collect(),
     );
+    let whole = all.next().await.expect("a chunk").expect("bytes");
+    assert_eq!(whole.matches_count(), 5);
+    let part = invalid.next().await.expect("a chunk").expect("bytes");
+    let text = std::str::from_utf8(&part).expect("utf-8");
+    assert!(text.contains("i2") && text.contains("i3") && !text.contains("a4"), "{text}");
+    // The same bytes, not copies: the filtered viewer's slice lies inside the
+    // unfiltered viewer's.
+    let inside = whole.as_ptr() as usize..whole.as_ptr() as usize + whole.len();
+    assert!(inside.contains(&(part.as_ptr() as usize)), "one buffer for both viewers");
+}
+
+trait Frames {
+    fn matches_count(&self) -> usize;
+}
+
+impl Frames for actix_web::web::Bytes {
+    fn matches_count(&self) -> usize {
+        std::str::from_utf8(self).expect("utf-8").matches("event: event\n").count()
+    }
+}
+
+#[test]
+fn a_frame_is_the_json_serde_writes_for_the_event() {
+    let strange = "quote \" backslash \\ newline \n tab \t nul \u{0} bell \u{7} unit \u{1f} del \u{7f} é 🦀 </script>";
+    let full = LiveEvent {
+        id: 42,
+        message_id: Some(strange.into()),
+        anonymous_id: Some("anon".into()),
+        topic: Some("web.tracking".into()),
+        key: Some("user-1".into()),
+        partition: Some(-1),
+        offset: Some(i64::MAX),
+        code: Some("schema_violation"),
+        message: Some(strange.into()),
+        violations: vec![eventgw_schemas::SchemaViolation { path: "/properties/x".into(), message: strange.into() }],
+        payload: Some(actix_web::web::Bytes::from_static(b"{}")),
+        ..event("invalid", strange)
+    };
+    let bare = LiveEvent { r#type: None, event: None, user_id: None, ..event("rejected", "") };
+    for e in [full, bare, event("accepted", "plain")] {
+        let frame = e.frame();
+        let text = std::str::from_utf8(&frame).expect("utf-8");
+        let data = text.strip_prefix("event: event\ndata: ").and_then(|t| t.strip_suffix("\n\n")).expect("framed");
+        assert!(!data.contains('\n'), "one data: line: {data}");
+        let mut expected = serde_json::to_value(&e).expect("serde");
+        if e.payload.is_some() {
+            expected["stored"] = serde_json::Value::Bool(true);
+        }
+        assert_eq!(data, serde_json::to_string(&expected).expect("text"), "byte for byte what serde writes");
+    }
 }
 
 #[test]

@@ -233,6 +233,7 @@ impl LiveHub {
             return;
         }
         let events = locked(&self.opened).keep(events);
+        event::render_all(&events);
         for channel in &targets {
             channel.publish(&events);
         }

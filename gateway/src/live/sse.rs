@@ -3,12 +3,14 @@
 //! the viewer fell behind, and a comment now and then so proxies keep an
 //! idle stream open. The stream ends when the gateway shuts down.
 
+use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::web::Bytes;
 use futures::{Stream, StreamExt};
 
-use super::{Filter, Next, Viewer};
+use super::{Filter, LiveEvent, Next, Viewer};
 
 /// Least time between two chunks of events to one viewer. A busy
 /// source's requests are gathered into one socket write per viewer per
@@ -30,42 +32,86 @@ pub fn frame(name: &str, data: &str) -> Bytes {
 
 /// `viewer`'s events passing `filter`, as SSE frames, with a keep-alive
 /// comment after `heartbeat` of silence. Everything new when the viewer
-/// wakes (a request's events, or several requests') goes out as one chunk:
-/// one socket write per viewer, not one per event; after a chunk of events
-/// the viewer waits [`PACE`] before it looks again, so several requests'
-/// events share a chunk.
+/// wakes (a request's events, or several requests') goes out together:
+/// the frames of one request that pass are one slice of the buffer they
+/// were rendered into, nothing is copied per viewer, and the slices ready
+/// at once are written by the HTTP server as one socket write. After
+/// sending events the viewer waits [`PACE`] before it looks again, so
+/// several requests' events share a write.
 pub fn stream(
     viewer: Viewer,
     filter: Filter,
     heartbeat: Duration,
 ) -> impl Stream<Item = Result<Bytes, std::convert::Infallible>> {
     let opening = futures::stream::once(async { Ok(Bytes::from_static(OPENING.as_bytes())) });
-    let rest = futures::stream::unfold(Some((viewer, filter, false)), move |open| async move {
-        let (mut viewer, filter, paced) = open?;
-        if paced {
+    let state = Some(Open { viewer, filter, paced: false, ready: VecDeque::new() });
+    let rest = futures::stream::unfold(state, move |open| async move {
+        let mut open = open?;
+        if let Some(next) = open.ready.pop_front() {
+            return Some((Ok(next), Some(open)));
+        }
+        if open.paced {
             tokio::time::sleep(PACE).await;
         }
         // Never an empty chunk: to a chunked HTTP/1.1 body that is the end.
         loop {
-            let next = match tokio::time::timeout(heartbeat, viewer.next()).await {
-                Err(_) => return Some((Ok(Bytes::from_static(b": keep-alive\n\n")), Some((viewer, filter, false)))),
+            let next = match tokio::time::timeout(heartbeat, open.viewer.next()).await {
+                Err(_) => {
+                    open.paced = false;
+                    return Some((Ok(Bytes::from_static(b": keep-alive\n\n")), Some(open)));
+                }
                 Ok(next) => next,
             };
-            let (chunk, paced) = match next {
+            let chunk = match next {
                 Next::Events(events) => {
-                    let frames: Vec<Bytes> = events.iter().filter(|e| filter.admits(e)).map(|e| e.frame()).collect();
-                    let chunk = match frames.len() {
-                        0 => continue,
-                        1 => frames.into_iter().next().unwrap_or_default(),
-                        _ => Bytes::from(frames.concat()),
-                    };
-                    (chunk, true)
+                    open.ready = slices(&events, &open.filter);
+                    let Some(first) = open.ready.pop_front() else { continue };
+                    open.paced = true;
+                    first
                 }
-                Next::Skipped(n) => (frame("skipped", &format!("{{\"skipped\":{n}}}")), false),
+                Next::Skipped(n) => {
+                    open.paced = false;
+                    frame("skipped", &format!("{{\"skipped\":{n}}}"))
+                }
                 Next::Closed => return Some((Ok(frame("closed", "{}")), None)),
             };
-            return Some((Ok(chunk), Some((viewer, filter, paced))));
+            return Some((Ok(chunk), Some(open)));
         }
     });
     opening.chain(rest)
+}
+
+/// A viewer's stream between chunks.
+struct Open {
+    viewer: Viewer,
+    filter: Filter,
+    /// Events were just sent: wait [`PACE`] before looking again.
+    paced: bool,
+    /// Slices ready to go before the viewer looks again.
+    ready: VecDeque<Bytes>,
+}
+
+/// The frames of `events` that pass `filter`, as few slices as they make:
+/// frames next to each other in one request's buffer are one slice of it.
+fn slices(events: &[Arc<LiveEvent>], filter: &Filter) -> VecDeque<Bytes> {
+    let mut out = VecDeque::new();
+    let mut open: Option<(&Bytes, usize, usize)> = None;
+    for event in events.iter().filter(|e| filter.admits(e)) {
+        let frame = event.framed();
+        match &mut open {
+            Some((chunk, _, end)) if chunk.as_ptr() == frame.chunk.as_ptr() && *end == frame.start => {
+                *end = frame.end;
+            }
+            _ => {
+                if let Some((chunk, start, end)) = open.take() {
+                    out.push_back(chunk.slice(start..end));
+                }
+                open = Some((&frame.chunk, frame.start, frame.end));
+            }
+        }
+    }
+    if let Some((chunk, start, end)) = open {
+        out.push_back(chunk.slice(start..end));
+    }
+    out
 }
