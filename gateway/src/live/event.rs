@@ -175,9 +175,12 @@ impl LiveEvent {
     }
 
     /// What this event holds in memory, for the bound of the opened-events
-    /// store: its stored record and the rest, roughly.
+    /// store: its stored record and the rest, roughly. The record's bytes
+    /// are the sink's buffer, shared: counted as the allocation that holds
+    /// them (built with room for 1 KiB and grown by doubling), not their
+    /// length.
     pub fn weight(&self) -> usize {
-        256 + self.payload.as_ref().map_or(0, Bytes::len)
+        256 + self.payload.as_ref().map_or(0, |p| p.len().max(1024).next_power_of_two())
     }
 }
 

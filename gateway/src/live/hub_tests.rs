@@ -224,7 +224,7 @@ fn a_frame_is_the_json_serde_writes_for_the_event() {
 #[test]
 fn published_events_are_numbered_and_opened_while_the_view_holds_them() {
     let stored = |name: &str| LiveEvent { payload: Some(vec![b'x'; 1000].into()), ..event("accepted", name) };
-    // Room for about three events of 1,256 bytes' weight.
+    // Room for about three events of 1,280 bytes' weight (256 and the record's 1 KiB buffer).
     let hub = Arc::new(LiveHub::new(64, 4000));
     let _viewer = hub.watch(None);
     hub.publish("web", vec![stored("a"), stored("b")]);
