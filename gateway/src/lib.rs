@@ -17,6 +17,7 @@ pub mod dedupe;
 pub mod enrichment;
 pub mod error;
 pub mod features;
+pub mod heap;
 pub mod live;
 pub mod outcome;
 pub mod pipeline;

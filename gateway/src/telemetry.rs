@@ -224,7 +224,16 @@ impl Metrics {
         if let Err(e) = encoder.encode(&self.registry.gather(), &mut out) {
             tracing::warn!(error = %e, "Metrics could not be encoded");
         }
-        String::from_utf8(out).unwrap_or_default()
+        let mut text = String::from_utf8(out).unwrap_or_default();
+        // Only where the allocator counts (the gateway binary): a 0 would read as a measurement.
+        if let Some(bytes) = crate::heap::in_use() {
+            text.push_str(
+                "# HELP eventgw_heap_bytes Heap bytes in use (Rust allocations; resident memory also keeps what \
+                 the allocator held at its peak).\n# TYPE eventgw_heap_bytes gauge\n",
+            );
+            text.push_str(&format!("eventgw_heap_bytes {bytes}\n"));
+        }
+        text
     }
 }
 

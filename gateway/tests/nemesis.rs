@@ -92,18 +92,20 @@ async fn soak_run() {
     let top = Topology::start(&s).await;
     let run = faults_harness::run_id("soak");
     let url = top.balancer.url();
+    let samples = s.out.join("soak.tsv");
     let (answers, tsv) =
-        futures::join!(soak::load(&url, rate, s.run_for, &run), soak::sampler(&top.gateways, s.run_for));
-    std::fs::write(s.out.join("soak.tsv"), &tsv).expect("soak.tsv");
+        futures::join!(soak::load(&url, rate, s.run_for, &run), soak::sampler(&top.gateways, s.run_for, &samples));
+    std::fs::write(&samples, &tsv).expect("soak.tsv");
     save_logs(&top, &s.out);
     let accepted = answers.get("200").copied().unwrap_or(0) as f64 * 50.0 / s.run_for.as_secs_f64();
     let mut md = format!(
         "### Soak: {:.0} min at {rate} events/s offered (batches of 50, {} connections, through HAProxy)\n\n\
          Accepted {accepted:.0} events/s. Answers by status: {answers:?}. Dedupe window {window} s. \
          Slopes are least-squares fits over the samples after the first {warm_up:.0} s (warm-up), per hour.\n\n\
-         | gateway | RSS MiB first / last / max | RSS slope MiB/h | anonymous RSS MiB last / max | threads first / last / \
-         max | descriptors first / last / max | descriptors slope /h | spool bytes max | producer queue max | queue \
-         slope /h |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+         | gateway | RSS MiB first / last / max | RSS slope MiB/h | anonymous RSS MiB last / max | heap in use MiB \
+         first / last / max | heap slope MiB/h | threads first / last / max | descriptors first / last / max | \
+         descriptors slope /h | spool bytes max | producer queue max | queue slope /h |\n| --- | --- | --- | --- | --- \
+         | --- | --- | --- | --- | --- | --- | --- |\n",
         s.run_for.as_secs_f64() / 60.0,
         soak::WORKERS
     );
@@ -115,21 +117,30 @@ async fn soak_run() {
     let slope =
         |points: Vec<(f64, f64)>| soak::slope_per_hour(&points).map_or_else(|| "-".to_owned(), |v| format!("{v:+.1}"));
     for gw in 1..=nemesis_harness::GATEWAYS {
-        let mine: Vec<&Vec<f64>> = rows.iter().filter(|r| r.len() == 9 && r[1] == f64::from(gw)).collect();
+        let mine: Vec<&Vec<f64>> = rows.iter().filter(|r| r.len() == 10 && r[1] == f64::from(gw)).collect();
         let col = |c: usize| mine.iter().map(|r| r[c]).collect::<Vec<_>>();
         let settled = |c: usize| mine.iter().filter(|r| r[0] >= warm_up).map(|r| (r[0], r[c])).collect::<Vec<_>>();
-        let (rss, fds, spool, queue, anon, threads) = (col(2), col(3), col(4), col(5), col(7), col(8));
+        let (rss, fds, spool, queue, anon, threads, heap) = (col(2), col(3), col(4), col(5), col(7), col(8), col(9));
+        // A scrape that timed out reads 0; nine in ten is the gateway binary counting.
+        assert!(
+            heap.iter().filter(|&&h| h > 0.0).count() * 10 >= heap.len() * 9,
+            "gw{gw}: the heap's bytes in use (eventgw_heap_bytes) missing from most samples"
+        );
         let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
         let _ = writeln!(
             md,
-            "| gw{gw} | {:.0} / {:.0} / {:.0} | {} | {:.0} / {:.0} | {:.0} / {:.0} / {:.0} | {:.0} / {:.0} / {:.0} | {} \
-             | {:.0} | {:.0} | {} |",
+            "| gw{gw} | {:.0} / {:.0} / {:.0} | {} | {:.0} / {:.0} | {:.1} / {:.1} / {:.1} | {} | {:.0} / {:.0} / {:.0} \
+             | {:.0} / {:.0} / {:.0} | {} | {:.0} | {:.0} | {} |",
             rss.first().unwrap_or(&0.0),
             rss.last().unwrap_or(&0.0),
             max(&rss),
             slope(settled(2)),
             anon.last().unwrap_or(&0.0),
             max(&anon),
+            heap.first().unwrap_or(&0.0),
+            heap.last().unwrap_or(&0.0),
+            max(&heap),
+            slope(settled(9)),
             threads.first().unwrap_or(&0.0),
             threads.last().unwrap_or(&0.0),
             max(&threads),
@@ -143,7 +154,7 @@ async fn soak_run() {
         );
     }
     let keys: Vec<(f64, f64)> =
-        rows.iter().filter(|r| r.len() == 9 && r[1] == 1.0 && r[6] >= 0.0).map(|r| (r[0], r[6])).collect();
+        rows.iter().filter(|r| r.len() == 10 && r[1] == 1.0 && r[6] >= 0.0).map(|r| (r[0], r[6])).collect();
     let settled_keys: Vec<(f64, f64)> = keys.iter().copied().filter(|k| k.0 >= warm_up).collect();
     let _ = writeln!(
         md,

@@ -10,9 +10,10 @@ set lmargin 12
 set key top left
 set grid
 gw(g) = sprintf("< awk -F'\t' '$2 == %d' '%s/soak.tsv'", g, dir)
-set title "resident memory (MiB; dashed: its anonymous part)"
+set title "resident memory (MiB; dashed: its anonymous part; dotted: heap bytes in use, eventgw_heap_bytes)"
 plot for [g=1:3] gw(g) using 1:3 with lines lw 1.5 lc g title "gw".g, \
-     for [g=1:3] gw(g) using 1:8 with lines lw 1 dt 2 lc g notitle
+     for [g=1:3] gw(g) using 1:8 with lines lw 1 dt 2 lc g notitle, \
+     for [g=1:3] gw(g) using 1:10 with lines lw 1.5 dt 3 lc g notitle
 set title "threads"
 plot for [g=1:3] gw(g) using 1:9 with lines lw 1.5 lc g title "gw".g
 set title "open descriptors"

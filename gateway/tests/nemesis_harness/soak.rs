@@ -1,8 +1,8 @@
 //! The soak: the nemesis set-up without faults, a steady batched load for a
 //! long time, and every 10 s each gateway's resident memory (and its
-//! anonymous part), threads, open descriptors, spool bytes and producer
-//! queue, and the shared dedupe
-//! store's size: `soak.tsv` (scripts/nemesis.d/soak.gp draws it).
+//! anonymous part and the heap's bytes in use), threads, open descriptors,
+//! spool bytes and producer queue, and the shared dedupe store's size:
+//! `soak.tsv`, written as it goes (scripts/nemesis.d/soak.gp draws it).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -22,6 +22,9 @@ pub struct Sample {
     /// The anonymous part of RSS (heap, stacks): what the allocator holds,
     /// as opposed to mapped files and shared memory.
     pub rss_anon_mib: f64,
+    /// Heap bytes in use (`eventgw_heap_bytes`, counted by the allocator):
+    /// what is live, where RSS also keeps what the allocator held at a peak.
+    pub heap_mib: f64,
     /// Threads of the process (each may get an allocator arena of its own).
     pub threads: f64,
     pub fds: usize,
@@ -55,6 +58,7 @@ pub async fn sample(client: &reqwest::Client, gw: &GatewayProcess) -> Sample {
     Sample {
         rss_mib: status_field(&status, "VmRSS:") / 1024.0,
         rss_anon_mib: status_field(&status, "RssAnon:") / 1024.0,
+        heap_mib: metric(&text, "eventgw_heap_bytes") / (1024.0 * 1024.0),
         threads: status_field(&status, "Threads:"),
         fds: std::fs::read_dir(format!("/proc/{pid}/fd")).map(Iterator::count).unwrap_or(0),
         spool_bytes: metric(&text, "eventgw_spool_bytes"),
@@ -122,12 +126,13 @@ pub async fn load(url: &str, rate: u64, run_for: Duration, run_id: &str) -> BTre
     all
 }
 
-/// Samples every gateway every 10 s until `run_for` passed; the TSV text.
-pub async fn sampler(gateways: &[GatewayProcess], run_for: Duration) -> String {
+/// Samples every gateway every 10 s until `run_for` passed; the TSV text,
+/// also written to `file` after every round (a run cut short keeps its samples).
+pub async fn sampler(gateways: &[GatewayProcess], run_for: Duration, file: &std::path::Path) -> String {
     let client = reqwest::Client::builder().timeout(Duration::from_secs(2)).build().expect("client");
     let started = Instant::now();
     let mut tsv = String::from(
-        "# second\tgateway\trss_mib\tfds\tspool_bytes\tproducer_queue\tdedupe_keys\trss_anon_mib\tthreads\n",
+        "# second\tgateway\trss_mib\tfds\tspool_bytes\tproducer_queue\tdedupe_keys\trss_anon_mib\tthreads\theap_mib\n",
     );
     loop {
         let keys = crate::faults_harness::blocking(dedupe_keys).await.map_or(-1, |k| k as i64);
@@ -135,7 +140,7 @@ pub async fn sampler(gateways: &[GatewayProcess], run_for: Duration) -> String {
             let s = sample(&client, gw).await;
             let _ = writeln!(
                 tsv,
-                "{}\t{}\t{:.1}\t{}\t{:.0}\t{:.0}\t{keys}\t{:.1}\t{:.0}",
+                "{}\t{}\t{:.1}\t{}\t{:.0}\t{:.0}\t{keys}\t{:.1}\t{:.0}\t{:.1}",
                 started.elapsed().as_secs(),
                 i + 1,
                 s.rss_mib,
@@ -143,9 +148,11 @@ pub async fn sampler(gateways: &[GatewayProcess], run_for: Duration) -> String {
                 s.spool_bytes,
                 s.queue,
                 s.rss_anon_mib,
-                s.threads
+                s.threads,
+                s.heap_mib
             );
         }
+        let _ = std::fs::write(file, &tsv);
         if started.elapsed() >= run_for {
             return tsv;
         }
