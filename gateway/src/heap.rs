@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 pub const FLUSH_BYTES: isize = 64 * 1024;
 
 static IN_USE: AtomicIsize = AtomicIsize::new(0);
+static PEAK: AtomicIsize = AtomicIsize::new(0);
 
 thread_local! {
     // `const` and no destructor: usable inside the allocator, even while
@@ -31,7 +32,8 @@ fn add(delta: isize) {
     let _ = PENDING.try_with(|pending| {
         let now = pending.get() + delta;
         if now.abs() >= FLUSH_BYTES {
-            IN_USE.fetch_add(now, Ordering::Relaxed);
+            let total = IN_USE.fetch_add(now, Ordering::Relaxed) + now;
+            PEAK.fetch_max(total, Ordering::Relaxed);
             pending.set(0);
         } else {
             pending.set(now);
@@ -57,6 +59,13 @@ pub fn in_use() -> Option<u64> {
     u64::try_from(IN_USE.load(Ordering::Relaxed)).ok().filter(|&n| n > 0)
 }
 
+/// The most bytes in use at any moment since start (to the same
+/// precision): the high-water mark resident memory follows, so a rise of
+/// RSS with a rise of this is a new peak of live data, not a leak.
+pub fn peak() -> Option<u64> {
+    u64::try_from(PEAK.load(Ordering::Relaxed)).ok().filter(|&n| n > 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,8 +80,11 @@ mod tests {
             allocated(FLUSH_BYTES.cast_unsigned());
             assert_eq!(IN_USE.load(Ordering::Relaxed), before + FLUSH_BYTES + 1000);
             assert!(in_use().is_some_and(|n| n >= 65_536 + 1000), "the shared figure is read back");
+            let high = PEAK.load(Ordering::Relaxed);
+            assert!(high >= before + FLUSH_BYTES + 1000, "the peak saw it: {high}");
             freed(FLUSH_BYTES.cast_unsigned() + 1000);
             assert_eq!(IN_USE.load(Ordering::Relaxed), before, "freeing as much takes it back out");
+            assert_eq!(PEAK.load(Ordering::Relaxed), high, "the peak stays");
         })
         .join()
         .expect("the counting thread");

@@ -233,6 +233,13 @@ impl Metrics {
             );
             text.push_str(&format!("eventgw_heap_bytes {bytes}\n"));
         }
+        if let Some(bytes) = crate::heap::peak() {
+            text.push_str(
+                "# HELP eventgw_heap_peak_bytes The most heap bytes in use at any moment since start.\n\
+                 # TYPE eventgw_heap_peak_bytes gauge\n",
+            );
+            text.push_str(&format!("eventgw_heap_peak_bytes {bytes}\n"));
+        }
         text
     }
 }

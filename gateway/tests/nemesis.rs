@@ -103,9 +103,9 @@ async fn soak_run() {
          Accepted {accepted:.0} events/s. Answers by status: {answers:?}. Dedupe window {window} s. \
          Slopes are least-squares fits over the samples after the first {warm_up:.0} s (warm-up), per hour.\n\n\
          | gateway | RSS MiB first / last / max | RSS slope MiB/h | anonymous RSS MiB last / max | heap in use MiB \
-         first / last / max | heap slope MiB/h | threads first / last / max | descriptors first / last / max | \
+         first / last / max | heap slope MiB/h | heap peak MiB at 10 min / last | threads first / last / max | descriptors first / last / max | \
          descriptors slope /h | spool bytes max | producer queue max | queue slope /h |\n| --- | --- | --- | --- | --- \
-         | --- | --- | --- | --- | --- | --- | --- |\n",
+         | --- | --- | --- | --- | --- | --- | --- | --- |\n",
         s.run_for.as_secs_f64() / 60.0,
         soak::WORKERS
     );
@@ -117,7 +117,7 @@ async fn soak_run() {
     let slope =
         |points: Vec<(f64, f64)>| soak::slope_per_hour(&points).map_or_else(|| "-".to_owned(), |v| format!("{v:+.1}"));
     for gw in 1..=nemesis_harness::GATEWAYS {
-        let mine: Vec<&Vec<f64>> = rows.iter().filter(|r| r.len() == 10 && r[1] == f64::from(gw)).collect();
+        let mine: Vec<&Vec<f64>> = rows.iter().filter(|r| r.len() == 11 && r[1] == f64::from(gw)).collect();
         let col = |c: usize| mine.iter().map(|r| r[c]).collect::<Vec<_>>();
         let settled = |c: usize| mine.iter().filter(|r| r[0] >= warm_up).map(|r| (r[0], r[c])).collect::<Vec<_>>();
         let (rss, fds, spool, queue, anon, threads, heap) = (col(2), col(3), col(4), col(5), col(7), col(8), col(9));
@@ -129,7 +129,7 @@ async fn soak_run() {
         let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
         let _ = writeln!(
             md,
-            "| gw{gw} | {:.0} / {:.0} / {:.0} | {} | {:.0} / {:.0} | {:.1} / {:.1} / {:.1} | {} | {:.0} / {:.0} / {:.0} \
+            "| gw{gw} | {:.0} / {:.0} / {:.0} | {} | {:.0} / {:.0} | {:.1} / {:.1} / {:.1} | {} | {:.1} / {:.1} | {:.0} / {:.0} / {:.0} \
              | {:.0} / {:.0} / {:.0} | {} | {:.0} | {:.0} | {} |",
             rss.first().unwrap_or(&0.0),
             rss.last().unwrap_or(&0.0),
@@ -141,6 +141,8 @@ async fn soak_run() {
             heap.last().unwrap_or(&0.0),
             max(&heap),
             slope(settled(9)),
+            settled(10).first().map_or(0.0, |p| p.1),
+            col(10).last().unwrap_or(&0.0),
             threads.first().unwrap_or(&0.0),
             threads.last().unwrap_or(&0.0),
             max(&threads),
@@ -154,7 +156,7 @@ async fn soak_run() {
         );
     }
     let keys: Vec<(f64, f64)> =
-        rows.iter().filter(|r| r.len() == 10 && r[1] == 1.0 && r[6] >= 0.0).map(|r| (r[0], r[6])).collect();
+        rows.iter().filter(|r| r.len() == 11 && r[1] == 1.0 && r[6] >= 0.0).map(|r| (r[0], r[6])).collect();
     let settled_keys: Vec<(f64, f64)> = keys.iter().copied().filter(|k| k.0 >= warm_up).collect();
     let _ = writeln!(
         md,

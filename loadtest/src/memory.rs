@@ -20,6 +20,33 @@ pub fn rss_kib(pid: u32) -> anyhow::Result<(u64, u64)> {
     Ok((field("VmRSS:"), field("VmHWM:")))
 }
 
+/// The gateway's heap in use and its peak since start, in MiB, from
+/// `eventgw_heap_bytes` and `eventgw_heap_peak_bytes` on `/metrics`: what
+/// resident memory holds besides live data (the allocator keeps what it
+/// held at its highest peak) shows as the difference. `None` from a
+/// gateway without them.
+pub async fn heap_mib(gateway: &str) -> Option<(f64, f64)> {
+    let text = reqwest::get(format!("{gateway}/metrics")).await.ok()?.text().await.ok()?;
+    heap_in(&text)
+}
+
+/// [`heap_mib`]'s figures from a `/metrics` text.
+fn heap_in(text: &str) -> Option<(f64, f64)> {
+    let read = |name: &str| -> Option<f64> {
+        let value = text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))?;
+        Some(value.trim().parse::<f64>().ok()? / (1024.0 * 1024.0))
+    };
+    Some((read("eventgw_heap_bytes")?, read("eventgw_heap_peak_bytes")?))
+}
+
+/// How [`heap_mib`]'s figures read in a report line.
+pub fn heap_words(heap: Option<(f64, f64)>) -> String {
+    heap.map_or_else(
+        || "heap not reported".to_owned(),
+        |(now, peak)| format!("heap in use {now:.1} MiB, its peak {peak:.1} MiB"),
+    )
+}
+
 /// Opens `count` connections to `addr`, makes one keep-alive request on
 /// each, and returns them open. Connections that fail are counted, not fatal.
 pub async fn hold_connections(addr: &str, count: usize) -> (Vec<TcpStream>, usize) {
@@ -89,7 +116,7 @@ fn clock_ticks_per_second() -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::thread_ticks;
+    use super::{heap_in, heap_words, thread_ticks};
 
     #[test]
     fn a_thread_stat_line_gives_its_name_and_ticks() {
@@ -98,5 +125,15 @@ mod tests {
         let spaced = "7 (producer pollin) S 1 2 3 0 -1 0 0 0 0 0 3 4 0 0 20 0 1 0 1 0 0";
         assert_eq!(thread_ticks(spaced), Some(("producer pollin", 7)));
         assert_eq!(thread_ticks("garbage"), None);
+    }
+
+    #[test]
+    fn the_heap_figures_are_read_by_their_exact_names() {
+        let text = "# TYPE eventgw_heap_bytes gauge\neventgw_heap_bytes 3145728\n\
+                    eventgw_heap_peak_bytes_other 1\neventgw_heap_peak_bytes 7340032\n";
+        assert_eq!(heap_in(text), Some((3.0, 7.0)));
+        assert_eq!(heap_in("eventgw_heap_bytes 1048576\n"), None, "both or neither");
+        assert_eq!(heap_words(None), "heap not reported");
+        assert_eq!(heap_words(Some((3.0, 7.0))), "heap in use 3.0 MiB, its peak 7.0 MiB");
     }
 }

@@ -231,13 +231,16 @@ async fn memory_section(
     }
     let mut lines = String::new();
     let (idle, _) = memory::rss_kib(pid)?;
+    let idle_heap = memory::heap_words(memory::heap_mib(gateway).await);
     let count = args.connections;
     let addr = gateway.trim_start_matches("http://");
     let (held, failed) = memory::hold_connections(addr, count).await;
     let (with_connections, peak) = memory::rss_kib(pid)?;
+    let held_heap = memory::heap_words(memory::heap_mib(gateway).await);
     let _ = writeln!(
         lines,
-        "- {} keep-alive connections held open ({failed} failed to open): RSS {} MiB (idle before: {} MiB; peak so far {} MiB).",
+        "- {} keep-alive connections held open ({failed} failed to open): RSS {} MiB, {held_heap} (idle before: {} MiB, \
+         {idle_heap}; RSS peak so far {} MiB).",
         held.len(),
         with_connections / 1024,
         idle / 1024,
@@ -250,10 +253,12 @@ async fn memory_section(
         let _ = std::process::Command::new("kill").args(["-STOP", &broker.to_string()]).status();
         let stalled = s.http(gateway, 2000.0, workload, auth).await;
         let (rss, peak) = memory::rss_kib(pid)?;
+        let heap = memory::heap_words(memory::heap_mib(gateway).await);
         let _ = std::process::Command::new("kill").args(["-CONT", &broker.to_string()]).status();
         let _ = writeln!(
             lines,
-            "- Kafka paused (SIGSTOP) under 2000 req/s for {:.0} s: {} answered 200, refused {:?}; RSS {} MiB, peak {} MiB.",
+            "- Kafka paused (SIGSTOP) under 2000 req/s for {:.0} s: {} answered 200, refused {:?}; RSS {} MiB, {heap}, \
+             RSS peak {} MiB.",
             s.seconds,
             stalled.ok,
             stalled.failed,

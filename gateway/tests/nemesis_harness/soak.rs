@@ -25,6 +25,9 @@ pub struct Sample {
     /// Heap bytes in use (`eventgw_heap_bytes`, counted by the allocator):
     /// what is live, where RSS also keeps what the allocator held at a peak.
     pub heap_mib: f64,
+    /// The heap's high-water mark since start (`eventgw_heap_peak_bytes`):
+    /// a step of RSS with a step of this is a new peak of live data.
+    pub heap_peak_mib: f64,
     /// Threads of the process (each may get an allocator arena of its own).
     pub threads: f64,
     pub fds: usize,
@@ -59,6 +62,7 @@ pub async fn sample(client: &reqwest::Client, gw: &GatewayProcess) -> Sample {
         rss_mib: status_field(&status, "VmRSS:") / 1024.0,
         rss_anon_mib: status_field(&status, "RssAnon:") / 1024.0,
         heap_mib: metric(&text, "eventgw_heap_bytes") / (1024.0 * 1024.0),
+        heap_peak_mib: metric(&text, "eventgw_heap_peak_bytes") / (1024.0 * 1024.0),
         threads: status_field(&status, "Threads:"),
         fds: std::fs::read_dir(format!("/proc/{pid}/fd")).map(Iterator::count).unwrap_or(0),
         spool_bytes: metric(&text, "eventgw_spool_bytes"),
@@ -132,7 +136,7 @@ pub async fn sampler(gateways: &[GatewayProcess], run_for: Duration, file: &std:
     let client = reqwest::Client::builder().timeout(Duration::from_secs(2)).build().expect("client");
     let started = Instant::now();
     let mut tsv = String::from(
-        "# second\tgateway\trss_mib\tfds\tspool_bytes\tproducer_queue\tdedupe_keys\trss_anon_mib\tthreads\theap_mib\n",
+        "# second\tgateway\trss_mib\tfds\tspool_bytes\tproducer_queue\tdedupe_keys\trss_anon_mib\tthreads\theap_mib\theap_peak_mib\n",
     );
     loop {
         let keys = crate::faults_harness::blocking(dedupe_keys).await.map_or(-1, |k| k as i64);
@@ -140,7 +144,7 @@ pub async fn sampler(gateways: &[GatewayProcess], run_for: Duration, file: &std:
             let s = sample(&client, gw).await;
             let _ = writeln!(
                 tsv,
-                "{}\t{}\t{:.1}\t{}\t{:.0}\t{:.0}\t{keys}\t{:.1}\t{:.0}\t{:.1}",
+                "{}\t{}\t{:.1}\t{}\t{:.0}\t{:.0}\t{keys}\t{:.1}\t{:.0}\t{:.1}\t{:.1}",
                 started.elapsed().as_secs(),
                 i + 1,
                 s.rss_mib,
@@ -149,7 +153,8 @@ pub async fn sampler(gateways: &[GatewayProcess], run_for: Duration, file: &std:
                 s.queue,
                 s.rss_anon_mib,
                 s.threads,
-                s.heap_mib
+                s.heap_mib,
+                s.heap_peak_mib
             );
         }
         let _ = std::fs::write(file, &tsv);
