@@ -13,7 +13,7 @@ gw(g) = sprintf("< awk -F'\t' '$2 == %d' '%s/soak.tsv'", g, dir)
 set title "resident memory (MiB; dashed: its anonymous part)"
 plot for [g=1:3] gw(g) using 1:3 with lines lw 1.5 lc g title "gw".g, \
      for [g=1:3] gw(g) using 1:8 with lines lw 1 dt 2 lc g notitle
-set title "Rust heap in use (MiB, eventgw_heap_bytes; dashed: its peak since start, eventgw_heap_peak_bytes)"
+set title "Rust heap in use (MiB, eventgw_heap_bytes; dashed: its peak since start, eventgw_heap_peak_bytes)" noenhanced
 plot for [g=1:3] gw(g) using 1:10 with lines lw 1.5 lc g title "gw".g, \
      for [g=1:3] gw(g) using 1:11 with lines lw 1 dt 2 lc g notitle
 set title "threads"
