@@ -62,8 +62,22 @@ async fn nemesis_run() {
         eprintln!("{summary}");
         (verdict, summary)
     };
+    // Every gateway binary counts its heap, restarted ones too (after
+    // kill -9 and SIGTERM): `eventgw_heap_bytes` and its peak on /metrics.
+    let client = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().expect("client");
+    let mut heaps = Vec::new();
+    for gw in &top.gateways {
+        heaps.push(soak::sample(&client, gw).await);
+    }
     top.stop().await;
     assert!(verdict.passed(), "nemesis: the history does not check out (see {}):\n{summary}", s.out.display());
+    for (i, m) in heaps.iter().enumerate() {
+        assert!(
+            m.heap_mib > 0.0 && m.heap_peak_mib >= m.heap_mib,
+            "gw{}: /metrics lacks the heap's bytes in use or its peak: {m:?}",
+            i + 1
+        );
+    }
 }
 
 #[actix_web::test]
