@@ -84,6 +84,8 @@ pub enum Code {
     NotFound,
     /// A live-view event the view no longer holds (or never had).
     LiveEventGone,
+    /// A live-view event's stored record Kafka did not return in time.
+    LiveEventUnreadable,
     /// Another method than the endpoint's.
     MethodNotAllowed,
     /// A request head over `server.max_header_bytes`.
@@ -159,7 +161,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, requests' first, then events'.
-    pub const ALL: [Self; 72] = [
+    pub const ALL: [Self; 73] = [
         Self::MalformedJson,
         Self::InvalidUtf8,
         Self::InvalidUnicodeEscape,
@@ -197,6 +199,7 @@ impl Code {
         Self::OperatorUnauthorized,
         Self::NotFound,
         Self::LiveEventGone,
+        Self::LiveEventUnreadable,
         Self::MethodNotAllowed,
         Self::HeadersTooLarge,
         Self::BodyTooLarge,
@@ -274,6 +277,7 @@ impl Code {
             Self::OperatorUnauthorized => "operator_unauthorized",
             Self::NotFound => "not_found",
             Self::LiveEventGone => "live_event_gone",
+            Self::LiveEventUnreadable => "live_event_unreadable",
             Self::MethodNotAllowed => "method_not_allowed",
             Self::HeadersTooLarge => "headers_too_large",
             Self::BodyTooLarge => "body_too_large",

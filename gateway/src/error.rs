@@ -92,12 +92,17 @@ pub enum ApiError {
     /// No endpoint at this path (also for a CORS preflight).
     #[error("no such endpoint; see docs/api.md for the API")]
     NotFound,
-    /// `GET /live/events/{id}` of an event the live view no longer holds.
+    /// `GET /live/events/{id}` of an event the live view no longer holds,
+    /// or whose record Kafka no longer holds.
     #[error(
-        "the live view no longer holds event {0}'s stored record (it keeps the most recent `live.recent_mib`); \
-         read it from Kafka at the topic, partition and offset its row shows"
+        "the live view no longer holds event {0} (it keeps the most recent `live.recent_mib` of rows), or Kafka \
+         no longer holds its record (retention): the topic, partition and offset its row shows say where it was"
     )]
     LiveEventGone(String),
+    /// `GET /live/events/{id}`: Kafka did not answer for the event's
+    /// stored record.
+    #[error("the stored record could not be read back from Kafka now ({0}); try again")]
+    LiveEventUnreadable(String),
     /// The endpoint takes another method; `Allow` says which.
     #[error("this endpoint takes {0} (and OPTIONS for CORS)")]
     MethodNotAllowed(&'static str),
@@ -212,6 +217,7 @@ impl ApiError {
             Self::OperatorUnauthorized(_) => Code::OperatorUnauthorized,
             Self::NotFound => Code::NotFound,
             Self::LiveEventGone(_) => Code::LiveEventGone,
+            Self::LiveEventUnreadable(_) => Code::LiveEventUnreadable,
             Self::MethodNotAllowed(_) => Code::MethodNotAllowed,
             Self::Wire(e) => wire_code(e),
             Self::Draining => Code::Draining,
@@ -337,6 +343,7 @@ impl ResponseError for ApiError {
             | Self::NotReady(_)
             | Self::Draining
             | Self::TooManyStreams { .. }
+            | Self::LiveEventUnreadable(_)
             | Self::Wire(WireError::BodyTimeout { .. })
             | Self::Wire(WireError::BodyBufferFull { .. }) => StatusCode::SERVICE_UNAVAILABLE,
         }

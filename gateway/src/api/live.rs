@@ -49,8 +49,11 @@ pub async fn stream(
 }
 
 /// The stored record of event `id` of the stream, as Kafka holds it (the
-/// dead-letter envelope for an invalid event); `204` for an event with
-/// nothing stored, `404 live_event_gone` once the view no longer holds it.
+/// dead-letter envelope for an invalid event): read back from Kafka at the
+/// row's partition and offset, or the bytes the view kept of a record Kafka
+/// does not hold yet (spooled). `204` for an event with nothing stored,
+/// `404 live_event_gone` once the view no longer holds the row or Kafka the
+/// record, `503 live_event_unreadable` when Kafka does not answer.
 pub async fn opened(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -58,15 +61,27 @@ pub async fn opened(
 ) -> Result<HttpResponse, ApiError> {
     authorise(&req, &state)?;
     let id = id.into_inner();
-    let event = id.parse::<u64>().ok().and_then(|n| state.live.opened(n));
-    let event = event.ok_or_else(|| ApiError::LiveEventGone(id.chars().take(24).collect()))?;
-    let mut answer = HttpResponse::build(match event.payload {
+    let gone = || ApiError::LiveEventGone(id.chars().take(24).collect());
+    let event = id.parse::<u64>().ok().and_then(|n| state.live.opened(n)).ok_or_else(gone)?;
+    let bytes = match (&event.payload, event.stored, event.topic.as_deref(), event.partition, event.offset) {
+        (Some(bytes), ..) => Some(bytes.clone()),
+        (None, true, Some(topic), Some(partition), Some(offset)) => Some(
+            state
+                .sink
+                .read_back(topic, partition, offset)
+                .await
+                .map_err(ApiError::LiveEventUnreadable)?
+                .ok_or_else(gone)?,
+        ),
+        _ => None,
+    };
+    let mut answer = HttpResponse::build(match bytes {
         Some(_) => actix_web::http::StatusCode::OK,
         None => actix_web::http::StatusCode::NO_CONTENT,
     });
     answer.insert_header((header::CACHE_CONTROL, "no-store"));
-    Ok(match &event.payload {
-        Some(bytes) => answer.content_type("application/json").body(bytes.clone()),
+    Ok(match bytes {
+        Some(bytes) => answer.content_type("application/json").body(bytes),
         None => answer.finish(),
     })
 }

@@ -59,6 +59,15 @@ impl Sink for DedupeSink {
         self.inner.send_all(records)
     }
 
+    fn read_back(
+        &self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+    ) -> BoxFuture<'static, Result<Option<actix_web::web::Bytes>, String>> {
+        self.inner.read_back(topic, partition, offset)
+    }
+
     fn store_all(
         &self,
         records: Vec<OutRecord>,

@@ -5,82 +5,67 @@
 //!
 //! Per event the cost is paid once, whatever the number of viewers: the
 //! fields the view shows were read by admission from the record as it was
-//! built ([`Shown`]: the record's bytes are never scanned again), its
-//! bytes are kept as they are for `GET /live/events/{id}` (never put in
-//! the frame), and the SSE frame is rendered by the first viewer that
-//! sends it and shared by the rest.
+//! built ([`Shown`]: the record's bytes are never scanned again), a record
+//! Kafka acknowledged is not kept (`GET /live/events/{id}` reads it back
+//! from its partition and offset; only a spooled one's bytes are kept),
+//! and the request's SSE frames are rendered once into one buffer shared
+//! by every viewer.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use actix_web::web::Bytes;
-use serde::Serialize;
 
 use super::LiveHub;
 use crate::outcome::EventOutcome;
-pub use crate::pipeline::Shown;
+pub use crate::pipeline::{Field, Shown};
 use crate::sink::{OutRecord, Stored};
 
-/// One event of the live view, serialised as the stream's `data:`.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// One event of the live view; its frame's `data:` is this as JSON
+/// ([`LiveEvent::render`]). Per event it holds two allocations (itself
+/// and its [`Shown`] texts); the rest is shared with its request's other
+/// events.
+#[derive(Debug, Clone)]
 pub struct LiveEvent {
     /// Its number in this gateway's live view (from 1, in publishing
     /// order): `GET /live/events/{id}` answers its stored record while the
     /// view still holds it. 0 until published.
     pub id: u64,
-    /// When the gateway answered it (RFC 3339, milliseconds).
-    pub time: String,
-    /// The source that sent it.
-    pub source: String,
-    /// `track`, `page`, `identify`, ... (as stored; absent when nothing was).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub r#type: Option<String>,
-    /// The event name of a `track` (as stored).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub event: Option<String>,
-    /// Its `messageId`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub message_id: Option<String>,
-    /// `userId` as stored (hashed when the policy hashes it).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub user_id: Option<String>,
-    /// `anonymousId` as stored.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub anonymous_id: Option<String>,
+    /// When the gateway answered it (RFC 3339, milliseconds): its
+    /// request's, shared.
+    pub time: Arc<str>,
+    /// The source that sent it (shared by its request's events).
+    pub source: Arc<str>,
+    /// `type`, `event`, `userId` and `anonymousId` as stored (absent when
+    /// nothing was), the record's key and the `messageId`.
+    pub fields: Shown,
     /// The answer's status word: accepted, invalid, rejected, ...
     pub status: &'static str,
-    /// The topic it went to (its domain topic, or the dead-letter topic).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub topic: Option<String>,
-    /// The record's key.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
+    /// The topic it went to (its domain topic, or the dead-letter topic),
+    /// shared by its request's events that went there.
+    pub topic: Option<Arc<str>>,
     /// The partition, once Kafka acknowledged the record.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub partition: Option<i32>,
     /// The offset, once Kafka acknowledged the record.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub offset: Option<i64>,
     /// The answer's code, unless accepted.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<&'static str>,
     /// The answer's reason in words, unless accepted.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// The schema violations, in the answer's words.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub violations: Vec<eventgw_schemas::SchemaViolation>,
-    /// The record's value as stored (a dead-lettered event's is the
-    /// dead-letter envelope), its JSON bytes unchanged; absent when nothing
-    /// was stored. Not in the frame (a viewer opens it by `id`, so the
-    /// stream carries what a row shows, not every record's bytes to every
-    /// viewer); the frame says `"stored":true` when there is one.
-    #[serde(skip)]
+    /// Whether a record was stored that a viewer can open
+    /// (`GET /live/events/{id}`): a JSON object, read back from Kafka at
+    /// `topic`/`partition`/`offset`, or from `payload` when Kafka does not
+    /// hold it yet. The frame says `"stored":true`; it never carries the
+    /// record (the stream carries what a row shows, not every record's
+    /// bytes to every viewer).
+    pub stored: bool,
+    /// The record's value as stored, its JSON bytes unchanged, when Kafka
+    /// does not hold it (spooled, to be replayed); `None` otherwise.
     pub payload: Option<Bytes>,
     /// The `event: event` SSE frame of this event: a range of its
     /// request's frames, rendered once into one buffer when it is published
     /// ([`render_all`]) and shared by every viewer.
-    #[serde(skip)]
     pub(super) frame: OnceLock<Frame>,
 }
 
@@ -113,6 +98,57 @@ pub(super) fn render_all(events: &[std::sync::Arc<LiveEvent>]) {
 }
 
 impl LiveEvent {
+    /// An event of `source` answered `status` at `time`, with `fields`,
+    /// nothing stored and not yet published.
+    pub fn new(time: Arc<str>, source: Arc<str>, fields: Shown, status: &'static str) -> Self {
+        Self {
+            id: 0,
+            time,
+            source,
+            fields,
+            status,
+            topic: None,
+            partition: None,
+            offset: None,
+            code: None,
+            message: None,
+            violations: Vec::new(),
+            stored: false,
+            payload: None,
+            frame: OnceLock::new(),
+        }
+    }
+
+    /// `track`, `page`, `identify`, ... (as stored).
+    pub fn kind(&self) -> Option<&str> {
+        self.fields.get(Field::Kind)
+    }
+
+    /// The event name of a `track` (as stored).
+    pub fn event(&self) -> Option<&str> {
+        self.fields.get(Field::Event)
+    }
+
+    /// `userId` as stored (hashed when the policy hashes it).
+    pub fn user_id(&self) -> Option<&str> {
+        self.fields.get(Field::UserId)
+    }
+
+    /// `anonymousId` as stored.
+    pub fn anonymous_id(&self) -> Option<&str> {
+        self.fields.get(Field::AnonymousId)
+    }
+
+    /// The record's key.
+    pub fn key(&self) -> Option<&str> {
+        self.fields.get(Field::Key)
+    }
+
+    /// Its `messageId`.
+    pub fn message_id(&self) -> Option<&str> {
+        self.fields.get(Field::MessageId)
+    }
+
     /// This event's SSE frame (`event: event`, the event as JSON without
     /// its stored record): its range of the request's frames once
     /// published, rendered on its own before that.
@@ -131,24 +167,24 @@ impl LiveEvent {
         })
     }
 
-    /// Appends this event's frame to `out`, written by hand (the same JSON
-    /// serde would write for it, fields in the same order, plus
-    /// `"stored":true` when there is a stored record): it is rendered for
-    /// every watched event, and serde's escaping of each string byte by
-    /// byte was most of its cost.
+    /// Appends this event's frame to `out`, written by hand (the JSON
+    /// serde writes for the fields in this order, absent ones left out,
+    /// plus `"stored":true` when there is a stored record): it is rendered
+    /// for every watched event, and serde's escaping of each string byte
+    /// by byte was most of its cost.
     fn render(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(b"event: event\ndata: {\"id\":");
         push_number(out, self.id);
         text_field(out, "time", Some(&self.time));
         text_field(out, "source", Some(&self.source));
-        text_field(out, "type", self.r#type.as_deref());
-        text_field(out, "event", self.event.as_deref());
-        text_field(out, "messageId", self.message_id.as_deref());
-        text_field(out, "userId", self.user_id.as_deref());
-        text_field(out, "anonymousId", self.anonymous_id.as_deref());
+        text_field(out, "type", self.kind());
+        text_field(out, "event", self.event());
+        text_field(out, "messageId", self.message_id());
+        text_field(out, "userId", self.user_id());
+        text_field(out, "anonymousId", self.anonymous_id());
         text_field(out, "status", Some(self.status));
         text_field(out, "topic", self.topic.as_deref());
-        text_field(out, "key", self.key.as_deref());
+        text_field(out, "key", self.key());
         if let Some(partition) = self.partition {
             out.extend_from_slice(b",\"partition\":");
             push_number(out, partition);
@@ -168,14 +204,14 @@ impl LiveEvent {
                 out.extend_from_slice(b"[]");
             }
         }
-        if self.payload.is_some() {
+        if self.stored {
             out.extend_from_slice(b",\"stored\":true");
         }
         out.extend_from_slice(b"}\n\n");
     }
 
     /// What this event holds in memory, for the bound of the opened-events
-    /// store: its stored record and the rest, roughly. The record's bytes
+    /// store: its row, and its record when kept, roughly. The record's bytes
     /// are the sink's buffer, shared: counted as the allocation that holds
     /// them (built with room for 1 KiB and grown by doubling), not their
     /// length.
@@ -187,11 +223,12 @@ impl LiveEvent {
 /// What the live view copies of one event before its record goes to the
 /// sink.
 struct Copied {
-    /// Key and value of the record (the value shared with the sink's
-    /// record, not copied), `None` when none is produced.
-    record: Option<(String, Bytes)>,
-    /// The fields shown, as admission read them from the record it built.
-    shown: Option<Box<Shown>>,
+    /// The record's value (shared with the sink's record, not copied),
+    /// `None` when none is produced.
+    payload: Option<Bytes>,
+    /// The fields shown, as admission read them from the record it built,
+    /// with the record's key.
+    fields: Shown,
 }
 
 /// The copies of one request's records, taken only when someone watches.
@@ -209,13 +246,19 @@ impl LiveHub {
     pub fn capture<'r>(
         &self,
         source: &str,
-        events: impl Iterator<Item = (Option<&'r OutRecord>, Option<Box<Shown>>)>,
+        events: impl Iterator<Item = (Option<&'r OutRecord>, Option<Shown>)>,
     ) -> Option<Capture> {
         if !self.watches(source) {
             return None;
         }
         let copies = events
-            .map(|(record, shown)| Copied { record: record.map(|r| (r.key.clone(), r.payload.clone())), shown })
+            .map(|(record, shown)| {
+                let mut fields = shown.unwrap_or_default();
+                if let Some(record) = record {
+                    fields.set(Field::Key, &record.key);
+                }
+                Copied { payload: record.map(|r| r.payload.clone()), fields }
+            })
             .collect();
         Some(Capture { source: source.to_owned(), copies })
     }
@@ -224,51 +267,62 @@ impl LiveHub {
 impl Capture {
     /// The rows of the request once answered: each event's `outcome` and
     /// where its record was stored (`stored`, in request order), at `time`.
+    /// The time, the source and each topic are one allocation for the
+    /// request, shared by its rows.
     pub fn finish(self, time: &str, outcomes: &[EventOutcome], stored: &[Option<Stored>]) -> Vec<LiveEvent> {
         let Self { source, copies } = self;
+        let (time, source): (Arc<str>, Arc<str>) = (Arc::from(time), Arc::from(source));
+        let mut topics: Vec<Arc<str>> = Vec::new();
         copies
             .into_iter()
             .zip(outcomes)
             .enumerate()
-            .map(|(i, (copied, outcome))| row(&source, time, copied, outcome, stored.get(i).copied().flatten()))
+            .map(|(i, (copied, outcome))| {
+                let topic = outcome.topic.as_deref().map(|name| match topics.iter().find(|t| &***t == name) {
+                    Some(topic) => Arc::clone(topic),
+                    None => {
+                        let topic: Arc<str> = Arc::from(name);
+                        topics.push(Arc::clone(&topic));
+                        topic
+                    }
+                });
+                let mut event = row(&time, &source, copied, outcome, stored.get(i).copied().flatten());
+                event.topic = topic;
+                event
+            })
             .collect()
     }
 }
 
-fn row(source: &str, time: &str, copied: Copied, outcome: &EventOutcome, stored: Option<Stored>) -> LiveEvent {
-    let (key, bytes) = match copied.record {
-        Some((key, bytes)) => (Some(key), Some(bytes)),
-        None => (None, None),
-    };
+/// The row of one event (its topic left for the caller to share). The
+/// record's bytes are kept only when Kafka does not hold them (spooled):
+/// a record Kafka acknowledged is read back from its partition and offset
+/// when a viewer opens it, so watching never holds every record in memory.
+fn row(
+    time: &Arc<str>,
+    source: &Arc<str>,
+    copied: Copied,
+    outcome: &EventOutcome,
+    stored: Option<Stored>,
+) -> LiveEvent {
+    let Copied { payload, mut fields } = copied;
+    if let Some(id) = &outcome.message_id {
+        fields.set(Field::MessageId, id);
+    }
+    let mut event = LiveEvent::new(Arc::clone(time), Arc::clone(source), fields, outcome.status.as_str());
     // Only a JSON object is offered to open (`/live/events/{id}` answers it
     // as JSON): every record the gateway builds is one, except a framed
     // domain's (the registry's wire format puts five bytes before it).
-    let bytes = bytes.filter(|b| b.first() == Some(&b'{'));
-    let Shown { kind, event, user_id, anonymous_id } = copied.shown.map(|s| *s).unwrap_or_default();
-    let (partition, offset) = match stored {
-        Some(Stored::Kafka(at)) => (Some(at.partition), Some(at.offset)),
-        _ => (None, None),
-    };
-    LiveEvent {
-        id: 0,
-        time: time.to_owned(),
-        source: source.to_owned(),
-        r#type: kind,
-        event,
-        message_id: outcome.message_id.clone(),
-        user_id,
-        anonymous_id,
-        status: outcome.status.as_str(),
-        topic: outcome.topic.clone(),
-        key,
-        partition,
-        offset,
-        code: outcome.code,
-        message: outcome.message.clone(),
-        violations: outcome.errors.clone(),
-        payload: bytes,
-        frame: OnceLock::new(),
+    let payload = payload.filter(|b| b.first() == Some(&b'{'));
+    event.stored = payload.is_some();
+    match stored {
+        Some(Stored::Kafka(at)) => (event.partition, event.offset) = (Some(at.partition), Some(at.offset)),
+        _ => event.payload = payload,
     }
+    event.code = outcome.code;
+    event.message.clone_from(&outcome.message);
+    event.violations.clone_from(&outcome.errors);
+    event
 }
 
 /// `,"name":"value"` when there is a value.
@@ -289,6 +343,13 @@ fn push_string(out: &mut Vec<u8>, value: &str) {
     let bytes = value.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
+    // Most texts need no escape: one pass that the compiler vectorises
+    // (no early exit), then one copy.
+    if !bytes.iter().fold(false, |any, &b| any | (b < 0x20) | (b == b'"') | (b == b'\\')) {
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+        return;
+    }
     let mut run = 0;
     for (i, &b) in bytes.iter().enumerate() {
         let escape: &[u8] = match b {

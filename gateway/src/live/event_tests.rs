@@ -1,3 +1,5 @@
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::*;
@@ -8,11 +10,17 @@ fn outcome(status: EventStatus) -> EventOutcome {
 }
 
 fn copied(payload: &str, shown: Option<Shown>) -> Copied {
-    Copied { record: Some(("k".into(), payload.as_bytes().to_vec().into())), shown: shown.map(Box::new) }
+    let mut fields = shown.unwrap_or_default();
+    fields.set(Field::Key, "k");
+    Copied { payload: Some(payload.as_bytes().to_vec().into()), fields }
 }
 
 fn shown(kind: &str, event: &str, user_id: &str) -> Shown {
-    Shown { kind: Some(kind.into()), event: Some(event.into()), user_id: Some(user_id.into()), anonymous_id: None }
+    Shown::new(Some(kind), Some(event), Some(user_id), None)
+}
+
+fn row(source: &str, time: &str, copied: Copied, outcome: &EventOutcome, stored: Option<Stored>) -> LiveEvent {
+    super::row(&Arc::from(time), &Arc::from(source), copied, outcome, stored)
 }
 
 #[test]
@@ -21,8 +29,8 @@ fn the_stored_bytes_are_kept_as_they_are_and_the_fields_are_admissions() {
     let fields = shown("track", "Form Submitted", "u-\"1\"");
     let row = row("web", "t", copied(stored, Some(fields)), &outcome(EventStatus::Accepted), None);
     assert_eq!(row.payload.as_deref(), Some(stored.as_bytes()), "bytes and key order kept");
-    assert_eq!((row.r#type.as_deref(), row.event.as_deref()), (Some("track"), Some("Form Submitted")));
-    assert_eq!(row.user_id.as_deref(), Some("u-\"1\""));
+    assert_eq!((row.kind(), row.event()), (Some("track"), Some("Form Submitted")));
+    assert_eq!((row.user_id(), row.key()), (Some("u-\"1\""), Some("k")));
     let frame = row.frame();
     assert!(frame.starts_with(b"event: event\ndata: {\"id\":0,\"time\":\"t\""), "{frame:?}");
     assert!(frame.ends_with(b",\"stored\":true}\n\n"), "the record is opened by id, not sent: {frame:?}");
@@ -38,7 +46,7 @@ fn a_row_without_fields_or_json_bytes_still_frames_as_json() {
     let text = "{\n  \"type\": \"page\"\n}";
     let pretty = row("web", "t", copied(text, None), &outcome(EventStatus::Accepted), None);
     assert_eq!(pretty.payload.as_deref(), Some(text.as_bytes()), "kept as stored, line breaks and all");
-    assert_eq!(pretty.r#type, None, "no fields but admission's");
+    assert_eq!(pretty.kind(), None, "no fields but admission's");
     assert_eq!(pretty.frame().iter().filter(|b| **b == b'\n').count(), 3, "one data: line");
     // A framed domain's record: the registry's five bytes, then JSON.
     let framed = row(
@@ -49,9 +57,22 @@ fn a_row_without_fields_or_json_bytes_still_frames_as_json() {
         None,
     );
     assert!(framed.payload.is_none(), "bytes that are not a JSON object are not offered to open");
-    assert_eq!(framed.event.as_deref(), Some("E"), "the row is shown all the same");
+    assert_eq!(framed.event(), Some("E"), "the row is shown all the same");
     let frame = framed.frame();
     let json = std::str::from_utf8(&frame[b"event: event\ndata: ".len()..frame.len() - 2]).expect("utf-8");
     let data: Value = serde_json::from_str(json).expect("the frame's data is JSON");
     assert!(data.get("stored").is_none(), "{data}");
+}
+
+#[test]
+fn a_record_kafka_acknowledged_is_not_kept_but_still_offered_to_open() {
+    let stored = r#"{"type":"track","event":"E"}"#;
+    let at = crate::sink::Delivered { partition: 2, offset: 41 };
+    let kafka = row("web", "t", copied(stored, None), &outcome(EventStatus::Accepted), Some(Stored::Kafka(at)));
+    assert_eq!((kafka.payload.is_none(), kafka.stored), (true, true), "read back from Kafka when opened");
+    assert_eq!((kafka.partition, kafka.offset), (Some(2), Some(41)));
+    assert!(kafka.frame().ends_with(b",\"partition\":2,\"offset\":41,\"stored\":true}\n\n"));
+    let spooled = row("web", "t", copied(stored, None), &outcome(EventStatus::Spooled), Some(Stored::Spooled));
+    assert_eq!(spooled.payload.as_deref(), Some(stored.as_bytes()), "Kafka does not hold it yet: kept");
+    assert!(spooled.stored && spooled.offset.is_none());
 }

@@ -34,9 +34,9 @@ impl Filter {
     /// Whether `event` passes every filter given.
     pub fn admits(&self, event: &LiveEvent) -> bool {
         let status = given(&self.status).is_none_or(|list| list.split(',').any(|s| s.trim() == event.status));
-        let name = given(&self.event).is_none_or(|name| event.event.as_deref() == Some(name));
-        let user = given(&self.user)
-            .is_none_or(|user| event.user_id.as_deref() == Some(user) || event.anonymous_id.as_deref() == Some(user));
+        let name = given(&self.event).is_none_or(|name| event.event() == Some(name));
+        let user =
+            given(&self.user).is_none_or(|user| event.user_id() == Some(user) || event.anonymous_id() == Some(user));
         status && name && user
     }
 }

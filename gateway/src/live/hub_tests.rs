@@ -1,29 +1,16 @@
+use super::event::{Field, Shown};
 use std::sync::Arc;
 
 use super::*;
 use crate::outcome::EventStatus;
 
 fn event(status: &'static str, name: &str) -> LiveEvent {
-    LiveEvent {
-        id: 0,
-        time: "2026-01-01T00:00:00.000Z".into(),
-        source: "web".into(),
-        r#type: Some("track".into()),
-        event: Some(name.into()),
-        message_id: None,
-        user_id: Some("u1".into()),
-        anonymous_id: None,
+    LiveEvent::new(
+        "2026-01-01T00:00:00.000Z".into(),
+        "web".into(),
+        Shown::new(Some("track"), Some(name), Some("u1"), None),
         status,
-        topic: None,
-        key: None,
-        partition: None,
-        offset: None,
-        code: None,
-        message: None,
-        violations: Vec::new(),
-        payload: None,
-        frame: Default::default(),
-    }
+    )
 }
 
 #[test]
@@ -50,7 +37,7 @@ async fn a_slow_viewer_is_told_how_many_it_skipped() {
     }
     match viewer.next().await {
         Next::Events(events) => {
-            let names: Vec<_> = events.iter().map(|e| e.event.clone().unwrap_or_default()).collect();
+            let names: Vec<_> = events.iter().map(|e| e.event().unwrap_or_default().to_owned()).collect();
             assert_eq!(names, ["e6", "e7", "e8", "e9"], "the kept events, in one read");
         }
         other => panic!("expected e6..e9, got {other:?}"),
@@ -58,7 +45,7 @@ async fn a_slow_viewer_is_told_how_many_it_skipped() {
     assert_eq!(hub.skipped.get(), 6);
     assert!(viewer.try_next().is_none(), "nothing new");
     hub.publish("web", vec![event("accepted", "e10")]);
-    assert!(matches!(viewer.next().await, Next::Events(e) if e.len() == 1 && e[0].event.as_deref() == Some("e10")));
+    assert!(matches!(viewer.next().await, Next::Events(e) if e.len() == 1 && e[0].event() == Some("e10")));
 }
 
 #[actix_rt::test]
@@ -70,7 +57,7 @@ async fn a_viewer_starts_at_the_next_event_and_two_viewers_each_see_every_one() 
     hub.publish("web", vec![event("accepted", "a"), event("invalid", "b")]);
     hub.publish("other", vec![event("accepted", "elsewhere")]);
     let names = |next: Next| match next {
-        Next::Events(events) => events.iter().map(|e| e.event.clone().unwrap_or_default()).collect::<Vec<_>>(),
+        Next::Events(events) => events.iter().map(|e| e.event().unwrap_or_default().to_owned()).collect::<Vec<_>>(),
         other => panic!("expected events, got {other:?}"),
     };
     assert_eq!(names(early.next().await), ["before", "a", "b"], "two publishes, one read");
@@ -193,30 +180,52 @@ impl Frames for actix_web::web::Bytes {
 #[test]
 fn a_frame_is_the_json_serde_writes_for_the_event() {
     let strange = "quote \" backslash \\ newline \n tab \t nul \u{0} bell \u{7} unit \u{1f} del \u{7f} é 🦀 </script>";
+    let mut fields = Shown::new(Some("track"), Some(strange), Some("u1"), Some("anon"));
+    fields.set(Field::Key, "user-1");
+    fields.set(Field::MessageId, strange);
     let full = LiveEvent {
         id: 42,
-        message_id: Some(strange.into()),
-        anonymous_id: Some("anon".into()),
         topic: Some("web.tracking".into()),
-        key: Some("user-1".into()),
         partition: Some(-1),
         offset: Some(i64::MAX),
         code: Some("schema_violation"),
         message: Some(strange.into()),
         violations: vec![eventgw_schemas::SchemaViolation { path: "/properties/x".into(), message: strange.into() }],
-        payload: Some(actix_web::web::Bytes::from_static(b"{}")),
-        ..event("invalid", strange)
+        stored: true,
+        ..LiveEvent::new("2026-01-01T00:00:00.000Z".into(), "web".into(), fields, "invalid")
     };
-    let bare = LiveEvent { r#type: None, event: None, user_id: None, ..event("rejected", "") };
+    let bare = LiveEvent::new("t".into(), "web".into(), Shown::default(), "rejected");
     for e in [full, bare, event("accepted", "plain")] {
         let frame = e.frame();
         let text = std::str::from_utf8(&frame).expect("utf-8");
         let data = text.strip_prefix("event: event\ndata: ").and_then(|t| t.strip_suffix("\n\n")).expect("framed");
         assert!(!data.contains('\n'), "one data: line: {data}");
-        let mut expected = serde_json::to_value(&e).expect("serde");
-        if e.payload.is_some() {
-            expected["stored"] = serde_json::Value::Bool(true);
-        }
+        // The fields in the frame's order, absent ones left out, as serde
+        // writes them.
+        let mut expected = serde_json::Map::new();
+        let mut put = |name: &str, value: Option<serde_json::Value>| {
+            if let Some(value) = value {
+                expected.insert(name.to_owned(), value);
+            }
+        };
+        let text = |t: Option<&str>| t.map(serde_json::Value::from);
+        put("id", Some(e.id.into()));
+        put("time", text(Some(&e.time)));
+        put("source", text(Some(&e.source)));
+        put("type", text(e.kind()));
+        put("event", text(e.event()));
+        put("messageId", text(e.message_id()));
+        put("userId", text(e.user_id()));
+        put("anonymousId", text(e.anonymous_id()));
+        put("status", text(Some(e.status)));
+        put("topic", text(e.topic.as_deref()));
+        put("key", text(e.key()));
+        put("partition", e.partition.map(Into::into));
+        put("offset", e.offset.map(Into::into));
+        put("code", text(e.code));
+        put("message", text(e.message.as_deref()));
+        put("violations", (!e.violations.is_empty()).then(|| serde_json::to_value(&e.violations).expect("serde")));
+        put("stored", e.stored.then_some(serde_json::Value::Bool(true)));
         assert_eq!(data, serde_json::to_string(&expected).expect("text"), "byte for byte what serde writes");
     }
 }
@@ -229,8 +238,9 @@ fn published_events_are_numbered_and_opened_while_the_view_holds_them() {
     let _viewer = hub.watch(None);
     hub.publish("web", vec![stored("a"), stored("b")]);
     hub.publish("web", vec![stored("c"), event("accepted", "nothing stored")]);
-    assert_eq!(hub.opened(1).map(|e| e.event.clone()), None, "the oldest gave way");
-    let kept: Vec<_> = (2..=4).map(|id| hub.opened(id).map(|e| (e.id, e.event.clone().unwrap_or_default()))).collect();
+    assert_eq!(hub.opened(1).map(|e| e.id), None, "the oldest gave way");
+    let kept: Vec<_> =
+        (2..=4).map(|id| hub.opened(id).map(|e| (e.id, e.event().unwrap_or_default().to_owned()))).collect();
     assert_eq!(
         kept,
         vec![Some((2, "b".into())), Some((3, "c".into())), Some((4, "nothing stored".into()))],

@@ -108,34 +108,89 @@ pub struct Planned {
     pub violation: Option<ContractViolation>,
     /// What the live view shows of its record, when the live view watched
     /// the source as the request was admitted ([`Admission::shown`]).
-    pub shown: Option<Box<Shown>>,
+    pub shown: Option<Shown>,
 }
 
 /// The fields the live view shows and filters on, read from an event's
 /// record while it is built (after every privacy action: a hashed `userId`
 /// is the hash), so the view never scans the record's bytes again. A field
-/// that is not a string is absent.
+/// that is not a string is absent. The live view adds the record's key and
+/// the event's `messageId` when it shows the event.
+///
+/// All of them are one allocation (the texts one after the other, each
+/// field a span of them): the view builds one of these for every watched
+/// event, and an allocation per field was most of what watching cost.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Shown {
-    /// `type`: `track`, `page`, `identify`, ...
-    pub kind: Option<String>,
-    /// A `track`'s event name.
-    pub event: Option<String>,
-    /// `userId` as stored.
-    pub user_id: Option<String>,
-    /// `anonymousId` as stored.
-    pub anonymous_id: Option<String>,
+    /// The fields' texts, one after the other.
+    text: String,
+    /// Where each [`Field`] is in `text`; `None` when absent.
+    spans: [Option<(u32, u32)>; FIELDS],
 }
 
+/// A field of [`Shown`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    /// `type`: `track`, `page`, `identify`, ...
+    Kind,
+    /// A `track`'s event name.
+    Event,
+    /// `userId` as stored.
+    UserId,
+    /// `anonymousId` as stored.
+    AnonymousId,
+    /// The record's key (added by the live view).
+    Key,
+    /// The event's `messageId` (added by the live view).
+    MessageId,
+}
+
+/// How many [`Field`]s there are.
+const FIELDS: usize = 6;
+
+/// Room left in a [`Shown`]'s text for the key and `messageId` the live
+/// view adds (a UUID each, usually), so adding them does not move it.
+const ROOM_FOR_ADDED: usize = 80;
+
 impl Shown {
-    fn of(event: &Map<String, Value>) -> Box<Self> {
-        let text = |field: &str| event.get(field).and_then(Value::as_str).map(str::to_owned);
-        Box::new(Self {
-            kind: text("type"),
-            event: text("event"),
-            user_id: text("userId"),
-            anonymous_id: text("anonymousId"),
-        })
+    /// The four fields read from a record (`type`, `event`, `userId`,
+    /// `anonymousId`).
+    pub fn new(kind: Option<&str>, event: Option<&str>, user_id: Option<&str>, anonymous_id: Option<&str>) -> Self {
+        let read = [kind, event, user_id, anonymous_id];
+        let mut shown = Self {
+            text: String::with_capacity(read.iter().flatten().map(|t| t.len()).sum::<usize>() + ROOM_FOR_ADDED),
+            spans: [None; FIELDS],
+        };
+        for (field, value) in [Field::Kind, Field::Event, Field::UserId, Field::AnonymousId].into_iter().zip(read) {
+            if let Some(value) = value {
+                shown.set(field, value);
+            }
+        }
+        shown
+    }
+
+    fn of(event: &Map<String, Value>) -> Self {
+        let text = |field: &str| event.get(field).and_then(Value::as_str);
+        Self::new(text("type"), text("event"), text("userId"), text("anonymousId"))
+    }
+
+    /// Sets `field` to `value` (its earlier value, if any, is no longer
+    /// shown but still held).
+    pub fn set(&mut self, field: Field, value: &str) {
+        // A record's text is far below 4 GiB (the event size limit); a
+        // field that would not fit is left absent rather than wrapped.
+        let (Ok(start), Ok(end)) = (u32::try_from(self.text.len()), u32::try_from(self.text.len() + value.len()))
+        else {
+            return;
+        };
+        self.text.push_str(value);
+        self.spans[field as usize] = Some((start, end));
+    }
+
+    /// The text of `field`, when present.
+    pub fn get(&self, field: Field) -> Option<&str> {
+        let (start, end) = self.spans[field as usize]?;
+        self.text.get(start as usize..end as usize)
     }
 }
 
@@ -143,7 +198,7 @@ impl Shown {
 /// [`Planned::shown`]: present in an [`Admission`] only while the live view
 /// watches the request's source.
 #[derive(Default)]
-pub struct ShownSlot(Cell<Option<Box<Shown>>>);
+pub struct ShownSlot(Cell<Option<Shown>>);
 
 /// An event that broke its catalog schema.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -309,7 +364,7 @@ impl Admission<'_> {
     }
 
     /// What the last record built left for the live view.
-    fn take_shown(&self) -> Option<Box<Shown>> {
+    fn take_shown(&self) -> Option<Shown> {
         self.shown.as_ref().and_then(|slot| slot.0.take())
     }
 

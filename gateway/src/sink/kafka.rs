@@ -444,6 +444,21 @@ impl Sink for KafkaSink {
         self.send_borrowed(&records)
     }
 
+    fn read_back(
+        &self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+    ) -> BoxFuture<'static, Result<Option<actix_web::web::Bytes>, String>> {
+        let (config, topic) = (self.inner.config.clone(), topic.to_owned());
+        async move {
+            tokio::task::spawn_blocking(move || read_one(&config, &topic, partition, offset))
+                .await
+                .map_err(|e| format!("read-back: {e}"))?
+        }
+        .boxed()
+    }
+
     fn check_ready(&self) -> BoxFuture<'static, Result<(), String>> {
         futures::future::ready(self.readiness()).boxed()
     }
@@ -455,6 +470,45 @@ impl Sink for KafkaSink {
     fn flush(&self, timeout: Duration) -> Result<(), String> {
         self.inner.current.load().producer.flush(timeout).map_err(|e| e.to_string())
     }
+}
+
+/// Longest [`read_one`] waits for Kafka.
+const READ_ONE_LIMIT: Duration = Duration::from_secs(5);
+
+/// The value of the record at `offset` of `topic`'s `partition`, read by a
+/// consumer of its own with the producer's connection settings (a person
+/// opening a row of the live view: rare, so nothing is kept open between
+/// reads); `None` when the partition no longer holds that offset.
+fn read_one(
+    config: &ClientConfig,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+) -> Result<Option<actix_web::web::Bytes>, String> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::{Message, Offset, TopicPartitionList};
+    let at = format!("{topic} partition {partition} offset {offset}");
+    let consumer: BaseConsumer = super::spool::read_back_consumer(config)?;
+    let (low, high) = consumer.fetch_watermarks(topic, partition, READ_ONE_LIMIT).map_err(|e| format!("{at}: {e}"))?;
+    if offset < low || offset >= high {
+        return Ok(None);
+    }
+    let mut assign = TopicPartitionList::new();
+    assign.add_partition_offset(topic, partition, Offset::Offset(offset)).map_err(|e| format!("{at}: {e}"))?;
+    consumer.assign(&assign).map_err(|e| format!("{at}: {e}"))?;
+    let started = Instant::now();
+    while started.elapsed() < READ_ONE_LIMIT {
+        match consumer.poll(Duration::from_millis(250)) {
+            None => {}
+            Some(Err(e)) => return Err(format!("{at}: {e}")),
+            // A compacted or transactional partition may skip the offset.
+            Some(Ok(message)) => {
+                return Ok((message.offset() == offset)
+                    .then(|| actix_web::web::Bytes::copy_from_slice(message.payload().unwrap_or_default())));
+            }
+        }
+    }
+    Err(format!("{at}: Kafka returned nothing within {READ_ONE_LIMIT:?}"))
 }
 
 #[cfg(test)]

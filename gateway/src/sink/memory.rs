@@ -5,6 +5,8 @@ use std::sync::Mutex;
 
 use futures::future::{BoxFuture, FutureExt};
 
+use actix_web::web::Bytes;
+
 use super::{Delivered, OutRecord, Sink, SinkError};
 
 /// Stores records in a vector; `fail_with` makes every send fail.
@@ -51,6 +53,18 @@ impl Sink for MemorySink {
             }
         };
         async move { results }.boxed()
+    }
+
+    /// The record sent at `offset` (this sink numbers every record sent,
+    /// whatever its topic, in partition 0).
+    fn read_back(&self, topic: &str, partition: i32, offset: i64) -> BoxFuture<'static, Result<Option<Bytes>, String>> {
+        let records = self.records.lock().expect("memory sink lock is never poisoned");
+        let found = usize::try_from(offset)
+            .ok()
+            .and_then(|i| records.get(i))
+            .filter(|r| partition == 0 && r.topic == topic)
+            .map(|r| r.payload.clone());
+        futures::future::ready(Ok(found)).boxed()
     }
 
     fn check_ready(&self) -> BoxFuture<'static, Result<(), String>> {

@@ -99,6 +99,14 @@ pub trait Sink: Send + Sync + 'static {
         self.send_all(records)
     }
 
+    /// The value of the record this sink stored at `offset` of `topic`'s
+    /// `partition` (the live view's `GET /live/events/{id}`); `Ok(None)`
+    /// when it no longer holds it (retention), `Err` when it cannot say.
+    fn read_back(&self, topic: &str, partition: i32, offset: i64) -> BoxFuture<'static, Result<Option<Bytes>, String>> {
+        let _ = (topic, partition, offset);
+        futures::future::ready(Err("this sink cannot read records back".to_owned())).boxed()
+    }
+
     /// The spool's state, for `/readyz` and `/metrics`; `None` without a spool.
     fn spool_status(&self) -> Option<SpoolStatus> {
         None

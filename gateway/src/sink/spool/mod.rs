@@ -28,7 +28,7 @@ pub use format::{Damage, SEGMENT_HEADER, SpooledRecord, scan};
 pub use reader::{SegmentReader, read_segment};
 pub use sink::{SpoolSink, SpoolStatus};
 pub use store::{Recovered, recover};
-pub use wedge::{PRODUCER_ONLY, cluster_reachable, stored_event_ids};
+pub use wedge::{PRODUCER_ONLY, cluster_reachable, read_back_consumer, stored_event_ids};
 
 /// Why the spool cannot take records, or cannot be opened.
 #[derive(Debug, Clone, thiserror::Error)]

@@ -194,14 +194,15 @@ fn read_until(
     Ok(ids)
 }
 
-/// A consumer with the producer's connection settings, no group, no commits.
 /// Whether a record of `topics` can wait above a partition's high
 /// watermark (see `sink::watermark`).
 pub fn replicated(config: &ClientConfig, topics: &BTreeSet<String>) -> Result<bool, String> {
     crate::sink::watermark::replicated(&read_back_consumer(config)?, topics)
 }
 
-fn read_back_consumer(config: &ClientConfig) -> Result<BaseConsumer, String> {
+/// A consumer with the producer's connection settings (`config`), no
+/// group offsets, no commits: for reading records back.
+pub fn read_back_consumer(config: &ClientConfig) -> Result<BaseConsumer, String> {
     let mut cc = ClientConfig::new();
     for (key, value) in config.config_map() {
         if !PRODUCER_ONLY.contains(&key) {
