@@ -28,8 +28,9 @@ pub struct LiveConfig {
     pub buffer_events: usize,
     /// Seconds between keep-alive comments on an idle stream.
     pub heartbeat_secs: u64,
-    /// MiB of the most recent events (their stored records) kept so a
-    /// viewer can open one (`GET /live/events/{id}`); older ones answer
+    /// MiB of the most recent events' rows kept so a viewer can open one
+    /// (`GET /live/events/{id}` reads its record back from Kafka; a
+    /// spooled record's bytes are kept with its row); older ones answer
     /// `404 live_event_gone`. Held only while published, i.e. watched.
     pub recent_mib: usize,
 }
