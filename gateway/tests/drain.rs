@@ -120,6 +120,7 @@ async fn sigterm_turns_readiness_red_and_serves_through_the_grace() {
     // machine: what is served during it must not depend on how fast they
     // run (a second signal ends it; the grace running out by itself is the
     // next test's).
+    common::snapshot_ends(&common::brokers(), &["web.tracking".to_owned()]);
     let mut gw = start("grace", 3600).await;
     assert_eq!(get(&gw, "/readyz").await.0, 200, "ready before the signal: {}", gw.log_text());
     assert!(get(&gw, "/metrics").await.1.contains("eventgw_ready 1"));

@@ -38,8 +38,14 @@ async fn serve(state: AppState) -> String {
     url
 }
 
+/// A client that gives up on an answer after 30 s: a gateway that never
+/// answers fails the test with the call's name instead of hanging it.
+fn client() -> reqwest::Client {
+    reqwest::Client::builder().timeout(std::time::Duration::from_secs(30)).build().expect("client")
+}
+
 async fn get(url: &str) -> (u16, Value) {
-    let response = reqwest::get(url).await.expect("get");
+    let response = client().get(url).send().await.expect("get");
     let status = response.status().as_u16();
     let text = response.text().await.expect("text");
     (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
@@ -55,7 +61,7 @@ async fn kafka_unreachable_answers_spooled_and_stays_ready() {
         {"type": "track", "event": "Link Clicked", "userId": "u1", "messageId": format!("{id}-b"), "properties": {"href": 42}},
         {"type": "nonsense", "userId": "u1", "messageId": format!("{id}-c")}
     ]});
-    let response = reqwest::Client::new()
+    let response = client()
         .post(format!("{url}/v1/batch"))
         .basic_auth("demo-write-key", Some(""))
         .json(&body)
@@ -75,8 +81,7 @@ async fn kafka_unreachable_answers_spooled_and_stays_ready() {
 
     // While spooling, the next request goes behind the spool (per-key order).
     let one = json!({"type": "track", "event": "Link Clicked", "userId": "u1", "messageId": format!("{id}-d"), "properties": {"href": "https://b.example/"}});
-    let response =
-        reqwest::Client::new().post(format!("{url}/v1/track")).basic_auth("demo-write-key", Some("")).json(&one);
+    let response = client().post(format!("{url}/v1/track")).basic_auth("demo-write-key", Some("")).json(&one);
     let (status, _, answer) = common::answer(response.send().await.expect("sent")).await;
     assert_eq!((status, answer["events"][0]["status"].clone()), (200, json!("spooled")), "{answer}");
 
@@ -103,6 +108,7 @@ async fn with_kafka_up_the_spool_stays_idle() {
     let (config, _dir) = spool_config(&brokers, "up");
     let state = AppState::serving(config).expect("state");
     gateway::topics::ensure(&state.catalog, &state.config.kafka).await.expect("Kafka answers");
+    common::snapshot_ends(&brokers, &["web.tracking".to_owned()]);
     let url = serve(state).await;
     // A cold producer (connect, idempotence PID, fresh topic leaders) may
     // miss the 500 ms: the first event may be spooled. Either way it must
@@ -130,8 +136,7 @@ async fn with_kafka_up_the_spool_stays_idle() {
 
 async fn track(url: &str, id: &str) -> (u16, Value) {
     let one = json!({"type": "track", "event": "Link Clicked", "userId": "u2", "messageId": id, "properties": {"href": "https://c.example/"}});
-    let response =
-        reqwest::Client::new().post(format!("{url}/v1/track")).basic_auth("demo-write-key", Some("")).json(&one);
+    let response = client().post(format!("{url}/v1/track")).basic_auth("demo-write-key", Some("")).json(&one);
     let (status, _, answer) = common::answer(response.send().await.expect("sent")).await;
     (status, answer)
 }
@@ -152,7 +157,7 @@ async fn past_max_age_new_requests_get_503_and_the_spool_keeps_what_it_holds() {
 
     actix_web::rt::time::sleep(std::time::Duration::from_millis(1500)).await;
     let late = common::unique("age-late");
-    let response = reqwest::Client::new()
+    let response = client()
         .post(format!("{url}/v1/track"))
         .basic_auth("demo-write-key", Some(""))
         .json(&json!({"type": "track", "event": "Link Clicked", "userId": "u2", "messageId": late, "properties": {"href": "https://c.example/"}}))
@@ -201,7 +206,7 @@ async fn a_source_without_the_spool_gets_503_while_others_are_spooled() {
     let started = std::time::Instant::now();
     let id = common::unique("no-spool");
     let one = json!({"type": "track", "event": "Link Clicked", "userId": "u3", "messageId": id, "properties": {"href": "https://d.example/"}});
-    let response = reqwest::Client::new()
+    let response = client()
         .post(format!("{url}/v1/track"))
         .basic_auth("demo-no-spool-key", Some(""))
         .json(&one)
@@ -221,7 +226,7 @@ async fn a_source_without_the_spool_gets_503_while_others_are_spooled() {
     let (status, answer) = track(&url, &common::unique("with-spool")).await;
     assert_eq!((status, answer["events"][0]["status"].clone()), (200, json!("spooled")), "{answer}");
     // And while the spool holds records, the opted-out source still is not spooled.
-    let response = reqwest::Client::new()
+    let response = client()
         .post(format!("{url}/v1/track"))
         .basic_auth("demo-no-spool-key", Some(""))
         .json(&json!({"type": "track", "event": "Link Clicked", "userId": "u3", "messageId": common::unique("no-spool-2"), "properties": {"href": "https://d.example/"}}))

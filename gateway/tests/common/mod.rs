@@ -118,7 +118,13 @@ static START_OFFSETS: std::sync::OnceLock<std::sync::Mutex<HashMap<PartitionOf, 
 /// Brokers, topic and partition.
 type PartitionOf = (String, String, i32);
 
-fn snapshot_ends(brokers: &str, topics: &[String]) {
+/// Notes where `topics` end now, so [`read_topic`] and [`find`] read only
+/// what was written after (the first note of a partition stands): on a
+/// broker that earlier runs or benchmarks filled with millions of records,
+/// reading a whole topic takes minutes and all the memory there is.
+/// [`TestGateway::start`] calls it; a test that starts its gateway another
+/// way calls it before it produces.
+pub fn snapshot_ends(brokers: &str, topics: &[String]) {
     let offsets = START_OFFSETS.get_or_init(Default::default);
     let consumer = read_consumer(brokers);
     for topic in topics {
@@ -228,6 +234,12 @@ pub fn watermarks(consumer: &BaseConsumer, topic: &str, partition: i32) -> Kafka
 /// not interfere). Transient broker answers are waited out; anything else
 /// fails the test with the error.
 pub fn read_topic(brokers: &str, topic: &str) -> Vec<Consumed> {
+    read(brokers, topic, None)
+}
+
+/// As [`read_topic`], keeping only the records whose `event-id` header is
+/// `only` when given (the rest are never parsed or held).
+fn read(brokers: &str, topic: &str, only: Option<&str>) -> Vec<Consumed> {
     let consumer = read_consumer(brokers);
     let metadata = topic_metadata(&consumer, topic).unwrap_or_else(|e| panic!("metadata of {topic}: {e}"));
     let partitions: Vec<i32> = metadata.topics()[0].partitions().iter().map(|p| p.id()).collect();
@@ -263,6 +275,15 @@ pub fn read_topic(brokers: &str, topic: &str) -> Vec<Consumed> {
             Some(Ok(m)) => m,
         };
         deadline = Instant::now() + Duration::from_secs(30);
+        if ends.get(&m.partition()).is_some_and(|end| m.offset() + 1 >= *end) {
+            ends.remove(&m.partition());
+        }
+        let header = |key: &str| {
+            m.headers().and_then(|hs| hs.iter().find(|h| h.key == key).and_then(|h| h.value.map(<[u8]>::to_vec)))
+        };
+        if only.is_some_and(|id| header("event-id").as_deref() != Some(id.as_bytes())) {
+            continue;
+        }
         let headers = m
             .headers()
             .map(|hs| {
@@ -279,9 +300,6 @@ pub fn read_topic(brokers: &str, topic: &str) -> Vec<Consumed> {
             headers,
             value: serde_json::from_slice(m.payload().unwrap_or_default()).expect("JSON record"),
         });
-        if ends.get(&m.partition()).is_some_and(|end| m.offset() + 1 >= *end) {
-            ends.remove(&m.partition());
-        }
     }
     records
 }
@@ -342,10 +360,7 @@ fn unsettled_partitions(metadata: &Metadata, topics: &[String]) -> Vec<String> {
 
 /// Records of `topic` whose `event-id` header is `message_id`.
 pub fn find(brokers: &str, topic: &str, message_id: &str) -> Vec<Consumed> {
-    read_topic(brokers, topic)
-        .into_iter()
-        .filter(|r| r.headers.get("event-id").map(String::as_str) == Some(message_id))
-        .collect()
+    read(brokers, topic, Some(message_id))
 }
 
 /// Every topic the gateway writes to, per its configuration and catalog.
