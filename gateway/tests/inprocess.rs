@@ -165,11 +165,12 @@ fn bad_tokens() -> Vec<(&'static str, String)> {
 /// `(status, code)` of every row of the "Error codes" table of `docs/api.md`.
 /// Documented codes produced (with the same in-process memory gateway) by
 /// another test file: status, code, file under `gateway/tests`.
-const PRODUCED_BY_OTHER_TESTS: [(u16, &str, &str); 4] = [
+const PRODUCED_BY_OTHER_TESTS: [(u16, &str, &str); 5] = [
     (503, "body_buffer_full", "body_memory.rs"),
     (503, "too_many_streams", "body_memory.rs"),
     (401, "operator_unauthorized", "live.rs"),
     (404, "live_event_gone", "live.rs"),
+    (503, "live_event_unreadable", "live.rs"),
 ];
 
 fn documented_error_codes() -> BTreeSet<(u16, String)> {

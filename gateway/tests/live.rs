@@ -215,6 +215,22 @@ async fn an_event_the_view_no_longer_holds_answers_404_live_event_gone() {
 }
 
 #[actix_web::test]
+async fn a_record_kafka_does_not_return_answers_503_live_event_unreadable_then_opens_once_it_does() {
+    let (gw, _files) = live_gateway(64).await;
+    let mut all = open(&gw, "").await;
+    send(&gw, json!({"batch": [form("unreadable-1", "x@example.com")]})).await;
+    let id = read(&mut all, 1).await[0].1["id"].as_u64().expect("id");
+    gw.sink.fail_with(Some(gateway::sink::SinkError::Unavailable("the broker is gone".into())));
+    let answer = operator_get(&gw, &format!("/live/events/{id}")).await;
+    assert_eq!(answer.status(), 503);
+    let body: Value = answer.json().await.expect("json error");
+    assert_eq!(body["code"], "live_event_unreadable", "{body}");
+    assert!(body["message"].as_str().is_some_and(|m| m.contains("the broker is gone")), "{body}");
+    gw.sink.fail_with(None);
+    assert_eq!(opened(&gw, &json!(id)).await["messageId"], "unreadable-1", "opens once Kafka answers");
+}
+
+#[actix_web::test]
 async fn off_unless_enabled() {
     let gw = TestGateway::start_with(|c| c.live.enabled = false).await;
     let answer = reqwest::get(format!("{}/live/stream", gw.url)).await.expect("answer");

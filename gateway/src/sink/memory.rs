@@ -56,8 +56,12 @@ impl Sink for MemorySink {
     }
 
     /// The record sent at `offset` (this sink numbers every record sent,
-    /// whatever its topic, in partition 0).
+    /// whatever its topic, in partition 0); the failure set by
+    /// [`MemorySink::fail_with`], as Kafka not answering.
     fn read_back(&self, topic: &str, partition: i32, offset: i64) -> BoxFuture<'static, Result<Option<Bytes>, String>> {
+        if let Some(error) = self.fail_with.lock().ok().and_then(|f| f.clone()) {
+            return futures::future::ready(Err(error.to_string())).boxed();
+        }
         let records = self.records.lock().expect("memory sink lock is never poisoned");
         let found = usize::try_from(offset)
             .ok()
