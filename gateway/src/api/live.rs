@@ -53,7 +53,8 @@ pub async fn stream(
 /// row's partition and offset, or the bytes the view kept of a record Kafka
 /// does not hold yet (spooled). `204` for an event with nothing stored,
 /// `404 live_event_gone` once the view no longer holds the row or Kafka the
-/// record, `503 live_event_unreadable` when Kafka does not answer.
+/// record, `503 live_event_unreadable` when Kafka does not answer or
+/// [`crate::live::READ_BACKS`] reads are under way.
 pub async fn opened(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -65,14 +66,13 @@ pub async fn opened(
     let event = id.parse::<u64>().ok().and_then(|n| state.live.opened(n)).ok_or_else(gone)?;
     let bytes = match (&event.payload, event.stored, event.topic.as_deref(), event.partition, event.offset) {
         (Some(bytes), ..) => Some(bytes.clone()),
-        (None, true, Some(topic), Some(partition), Some(offset)) => Some(
-            state
-                .sink
-                .read_back(topic, partition, offset)
-                .await
-                .map_err(ApiError::LiveEventUnreadable)?
-                .ok_or_else(gone)?,
-        ),
+        (None, true, Some(topic), Some(partition), Some(offset)) => {
+            let _reading = state.live.reading().ok_or_else(|| {
+                ApiError::LiveEventUnreadable(format!("{} rows are being read back already", crate::live::READ_BACKS))
+            })?;
+            let read = state.sink.read_back(topic, partition, offset).await;
+            Some(read.map_err(ApiError::LiveEventUnreadable)?.ok_or_else(gone)?)
+        }
         _ => None,
     };
     let mut answer = HttpResponse::build(match bytes {

@@ -255,3 +255,12 @@ fn published_events_are_numbered_and_opened_while_the_view_holds_them() {
     quiet.publish("web", vec![stored("z")]);
     assert!(quiet.opened(1).is_none());
 }
+
+#[test]
+fn at_most_read_backs_records_are_read_back_at_once() {
+    let hub = LiveHub::new(4, 1 << 20);
+    let held: Vec<_> = (0..READ_BACKS).map(|_| hub.reading().expect("a permit")).collect();
+    assert!(hub.reading().is_none(), "one more is refused, not queued");
+    drop(held);
+    assert!(hub.reading().is_some(), "free again once the reads ended");
+}

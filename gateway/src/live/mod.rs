@@ -33,6 +33,12 @@ pub use filter::Filter;
 /// The channel name of viewers of every source.
 const ALL: &str = "";
 
+/// Most stored records read back from Kafka at once for viewers opening
+/// rows (each read is a consumer of its own): more at once answer `503
+/// live_event_unreadable`, so a flood of opens holds four consumers, not
+/// one per request.
+pub const READ_BACKS: usize = 4;
+
 /// A mutex's data even if a holder panicked (nothing here is left half
 /// written by a panic: every change is one push or pop).
 fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -119,6 +125,8 @@ pub struct LiveHub {
     skipped: IntCounter,
     /// The most recent published events, for a viewer to open one.
     opened: Mutex<Opened>,
+    /// Read-backs of stored records under way ([`READ_BACKS`] at most).
+    reading: tokio::sync::Semaphore,
 }
 
 /// The most recent published events, oldest first, numbered without gaps,
@@ -183,6 +191,7 @@ impl LiveHub {
             )
             .expect("static counter"),
             opened: Mutex::new(Opened { events: VecDeque::new(), next: 1, bytes: 0, limit: opened_bytes }),
+            reading: tokio::sync::Semaphore::new(READ_BACKS),
         }
     }
 
@@ -242,6 +251,12 @@ impl LiveHub {
     /// Published event `id`, while the view still holds it.
     pub fn opened(&self, id: u64) -> Option<Arc<LiveEvent>> {
         locked(&self.opened).get(id)
+    }
+
+    /// Leave to read one stored record back from Kafka, held until the
+    /// permit drops; `None` while [`READ_BACKS`] reads are under way.
+    pub fn reading(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        self.reading.try_acquire().ok()
     }
 
     /// Whether `source`'s events have a viewer (its own or all sources').
