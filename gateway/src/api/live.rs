@@ -9,7 +9,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use subtle::ConstantTimeEq;
 
 use crate::error::ApiError;
-use crate::live::{Filter, page, sse};
+use crate::live::{Filter, Record, page, sse};
 use crate::state::AppState;
 
 /// The cookie the page sets so its own stream request is authorised.
@@ -63,17 +63,17 @@ pub async fn opened(
     authorise(&req, &state)?;
     let id = id.into_inner();
     let gone = || ApiError::LiveEventGone(id.chars().take(24).collect());
-    let event = id.parse::<u64>().ok().and_then(|n| state.live.opened(n)).ok_or_else(gone)?;
-    let bytes = match (&event.payload, event.stored, event.topic.as_deref(), event.partition, event.offset) {
-        (Some(bytes), ..) => Some(bytes.clone()),
-        (None, true, Some(topic), Some(partition), Some(offset)) => {
+    let record = id.parse::<u64>().ok().and_then(|n| state.live.opened(n)).ok_or_else(gone)?;
+    let bytes = match record {
+        Record::Kept(bytes) => Some(bytes),
+        Record::Kafka { topic, partition, offset } => {
             let _reading = state.live.reading().ok_or_else(|| {
                 ApiError::LiveEventUnreadable(format!("{} rows are being read back already", crate::live::READ_BACKS))
             })?;
-            let read = state.sink.read_back(topic, partition, offset).await;
+            let read = state.sink.read_back(&topic, partition, offset).await;
             Some(read.map_err(ApiError::LiveEventUnreadable)?.ok_or_else(gone)?)
         }
-        _ => None,
+        Record::Nothing => None,
     };
     let mut answer = HttpResponse::build(match bytes {
         Some(_) => actix_web::http::StatusCode::OK,

@@ -210,13 +210,15 @@ impl LiveEvent {
         out.extend_from_slice(b"}\n\n");
     }
 
-    /// What this event holds in memory, for the bound of the opened-events
-    /// store: its row, and its record when kept, roughly. The record's bytes
-    /// are the sink's buffer, shared: counted as the allocation that holds
-    /// them (built with room for 1 KiB and grown by doubling), not their
-    /// length.
-    pub fn weight(&self) -> usize {
-        256 + self.payload.as_ref().map_or(0, |p| p.len().max(1024).next_power_of_two())
+    /// Where its stored record is, for a viewer opening it.
+    pub fn record(&self) -> super::Record {
+        match (&self.payload, self.stored, &self.topic, self.partition, self.offset) {
+            (Some(bytes), ..) => super::Record::Kept(bytes.clone()),
+            (None, true, Some(topic), Some(partition), Some(offset)) => {
+                super::Record::Kafka { topic: Arc::clone(topic), partition, offset }
+            }
+            _ => super::Record::Nothing,
+        }
     }
 }
 

@@ -62,6 +62,7 @@ fn a_row_without_fields_or_json_bytes_still_frames_as_json() {
     let json = std::str::from_utf8(&frame[b"event: event\ndata: ".len()..frame.len() - 2]).expect("utf-8");
     let data: Value = serde_json::from_str(json).expect("the frame's data is JSON");
     assert!(data.get("stored").is_none(), "{data}");
+    assert_eq!(framed.record(), super::super::Record::Nothing, "nothing to open");
 }
 
 #[test]
@@ -75,4 +76,8 @@ fn a_record_kafka_acknowledged_is_not_kept_but_still_offered_to_open() {
     let spooled = row("web", "t", copied(stored, None), &outcome(EventStatus::Spooled), Some(Stored::Spooled));
     assert_eq!(spooled.payload.as_deref(), Some(stored.as_bytes()), "Kafka does not hold it yet: kept");
     assert!(spooled.stored && spooled.offset.is_none());
+    assert_eq!(spooled.record(), super::super::Record::Kept(stored.as_bytes().to_vec().into()), "opened from memory");
+    let topic: std::sync::Arc<str> = "web.tracking".into();
+    let kafka = LiveEvent { topic: Some(topic.clone()), ..kafka };
+    assert_eq!(kafka.record(), super::super::Record::Kafka { topic, partition: 2, offset: 41 }, "opened from Kafka");
 }

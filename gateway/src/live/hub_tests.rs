@@ -109,6 +109,28 @@ async fn events_ready_together_go_out_as_one_chunk_and_filtered_ones_never_as_an
 }
 
 #[actix_rt::test]
+async fn a_viewer_whose_filter_drops_every_event_still_hears_the_keep_alive() {
+    use futures::StreamExt;
+    let hub = Arc::new(LiveHub::new(64, 1 << 20));
+    let only: Filter = serde_json::from_str(r#"{"status":"invalid"}"#).expect("filter");
+    let heartbeat = std::time::Duration::from_millis(100);
+    let mut stream = Box::pin(sse::stream(hub.watch(None), only, heartbeat));
+    stream.next().await.expect("opening").expect("bytes");
+    // A busy source whose every event the filter drops, for two seconds.
+    let busy = Arc::clone(&hub);
+    let publisher = actix_rt::spawn(async move {
+        for _ in 0..200 {
+            busy.publish("web", vec![event("accepted", "dropped")]);
+            actix_rt::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    });
+    let chunk = stream.next().await.expect("a chunk").expect("bytes");
+    assert_eq!(chunk, &b": keep-alive\n\n"[..], "only the keep-alive goes out");
+    assert!(!publisher.is_finished(), "it came while events were still being dropped, not after they stopped");
+    publisher.abort();
+}
+
+#[actix_rt::test]
 async fn a_viewer_waits_out_its_pace_then_gets_what_was_published_meanwhile_at_once() {
     use futures::StreamExt;
     let hub = Arc::new(LiveHub::new(64, 1 << 20));
@@ -232,27 +254,43 @@ fn a_frame_is_the_json_serde_writes_for_the_event() {
 
 #[test]
 fn published_events_are_numbered_and_opened_while_the_view_holds_them() {
-    let stored = |name: &str| LiveEvent { payload: Some(vec![b'x'; 1000].into()), ..event("accepted", name) };
-    // Room for about three events of 1,280 bytes' weight (256 and the record's 1 KiB buffer).
-    let hub = Arc::new(LiveHub::new(64, 4000));
+    let record = |name: &str| actix_web::web::Bytes::from(format!("{{\"event\":\"{name}\"}}"));
+    let kept = |name: &str| LiveEvent { payload: Some(record(name)), stored: true, ..event("accepted", name) };
+    let in_kafka = |offset| LiveEvent {
+        stored: true,
+        topic: Some("web.tracking".into()),
+        partition: Some(2),
+        offset: Some(offset),
+        ..event("accepted", "in Kafka")
+    };
+    // Room for about three kept records (each weighs its 1 KiB buffer and its slot).
+    let hub = Arc::new(LiveHub::new(64, 3000));
     let _viewer = hub.watch(None);
-    hub.publish("web", vec![stored("a"), stored("b")]);
-    hub.publish("web", vec![stored("c"), event("accepted", "nothing stored")]);
-    assert_eq!(hub.opened(1).map(|e| e.id), None, "the oldest gave way");
-    let kept: Vec<_> =
-        (2..=4).map(|id| hub.opened(id).map(|e| (e.id, e.event().unwrap_or_default().to_owned()))).collect();
+    hub.publish("web", vec![kept("a"), kept("b")]);
+    hub.publish("web", vec![kept("c"), event("rejected", "nothing stored"), in_kafka(41)]);
+    assert_eq!(hub.opened(1), None, "the oldest gave way");
+    let opened: Vec<_> = (2..=5).map(|id| hub.opened(id)).collect();
     assert_eq!(
-        kept,
-        vec![Some((2, "b".into())), Some((3, "c".into())), Some((4, "nothing stored".into()))],
+        opened,
+        vec![
+            Some(Record::Kept(record("b"))),
+            Some(Record::Kept(record("c"))),
+            Some(Record::Nothing),
+            Some(Record::Kafka { topic: "web.tracking".into(), partition: 2, offset: 41 }),
+        ],
         "numbered in publishing order, without gaps"
     );
-    assert!(hub.opened(5).is_none() && hub.opened(0).is_none() && hub.opened(u64::MAX).is_none());
-    let frame = hub.opened(3).expect("kept").frame();
-    assert!(std::str::from_utf8(&frame).expect("utf-8").contains("\"id\":3,"), "the frame names the id to open");
+    assert!(hub.opened(6).is_none() && hub.opened(0).is_none() && hub.opened(u64::MAX).is_none());
+    // A row of a record Kafka holds weighs its slot only (tens of bytes):
+    // fifty of them push out the two kept records, not the rows after them.
+    hub.publish("web", (0..50).map(in_kafka).collect());
+    assert_eq!(hub.opened(55), Some(Record::Kafka { topic: "web.tracking".into(), partition: 2, offset: 49 }));
+    assert!(hub.opened(2).is_none() && hub.opened(3).is_none(), "the kept records gave way");
+    assert_eq!(hub.opened(4), Some(Record::Nothing), "the rows after them stay");
 
     // Unwatched, nothing is published, numbered or kept.
     let quiet = Arc::new(LiveHub::new(64, 4000));
-    quiet.publish("web", vec![stored("z")]);
+    quiet.publish("web", vec![kept("z")]);
     assert!(quiet.opened(1).is_none());
 }
 

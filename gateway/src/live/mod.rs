@@ -10,9 +10,11 @@
 //! grows, the producer never waits) and is told how many it skipped.
 //!
 //! Frames carry what a row shows, not the stored record: a viewer opens
-//! one by its id (`GET /live/events/{id}`) from [`Opened`], the most
-//! recent published events up to `live.recent_mib`. Five viewers of every
-//! event then cost five small frames per event, not five copies of it.
+//! one by its id (`GET /live/events/{id}`), read back from Kafka where
+//! [`Opened`] noted it (a few words per row, up to `live.recent_mib`).
+//! Five viewers of every event then cost five small frames per event, not
+//! five copies of it, and the rows given to viewers are freed as soon as
+//! every channel moved past them.
 
 pub mod event;
 pub mod filter;
@@ -123,54 +125,91 @@ pub struct LiveHub {
     viewers_gauge: IntGauge,
     /// `eventgw_live_skipped_events_total`: events slow viewers never saw.
     skipped: IntCounter,
-    /// The most recent published events, for a viewer to open one.
+    /// Where the most recent published rows' records are, for a viewer to
+    /// open one.
     opened: Mutex<Opened>,
     /// Read-backs of stored records under way ([`READ_BACKS`] at most).
     reading: tokio::sync::Semaphore,
 }
 
-/// The most recent published events, oldest first, numbered without gaps,
-/// up to a weight in bytes (at least the newest event is always kept).
+/// Where the stored record of a published row is, for a viewer opening
+/// it (`GET /live/events/{id}`): all the view keeps of a row once its
+/// channels moved on, so rows stay openable long after their frames are
+/// gone, and keeping them churns no memory (a few words each, in one ring).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Record {
+    /// Nothing a viewer can open: nothing was stored, or the record is not
+    /// a JSON object (a framed domain's).
+    Nothing,
+    /// Kafka holds it: read back from this topic, partition and offset.
+    Kafka {
+        /// Shared with the rows of the request that went there.
+        topic: Arc<str>,
+        /// Its partition.
+        partition: i32,
+        /// Its offset in the partition.
+        offset: i64,
+    },
+    /// Kafka does not hold it yet (spooled): its bytes as stored, kept here.
+    Kept(actix_web::web::Bytes),
+}
+
+impl Record {
+    /// Bytes this takes in the opened-rows ring: its slot, and a kept
+    /// record's buffer (the sink's, shared: counted as the allocation that
+    /// holds it, built with room for 1 KiB and grown by doubling).
+    fn weight(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + match self {
+                Self::Kept(bytes) => bytes.len().max(1024).next_power_of_two(),
+                _ => 0,
+            }
+    }
+}
+
+/// Where the records of the most recent published rows are, oldest first,
+/// numbered without gaps, up to a weight in bytes (at least the newest is
+/// always kept).
 struct Opened {
-    /// The events; `events[i].id == first + i`.
-    events: VecDeque<Arc<LiveEvent>>,
-    /// The id the next published event gets.
-    next: u64,
-    /// The weight of `events` ([`LiveEvent::weight`]).
+    /// `records[i]` is row `first + i`'s.
+    records: VecDeque<Record>,
+    /// The id of `records[0]`.
+    first: u64,
+    /// The weight of `records` ([`Record::weight`]).
     bytes: usize,
     /// Most bytes kept.
     limit: usize,
 }
 
 impl Opened {
-    /// Numbers `events`, keeps them (dropping the oldest beyond the limit)
-    /// and gives them back shared.
+    /// Numbers `events`, notes where their records are (dropping the
+    /// oldest beyond the limit) and gives them back shared.
     fn keep(&mut self, events: Vec<LiveEvent>) -> Vec<Arc<LiveEvent>> {
+        let mut next = self.first + self.records.len() as u64;
         let kept: Vec<Arc<LiveEvent>> = events
             .into_iter()
             .map(|mut event| {
-                event.id = self.next;
-                self.next += 1;
+                event.id = next;
+                next += 1;
+                let record = event.record();
+                self.bytes += record.weight();
+                self.records.push_back(record);
                 Arc::new(event)
             })
             .collect();
-        for event in &kept {
-            self.bytes += event.weight();
-            self.events.push_back(Arc::clone(event));
-        }
-        while self.bytes > self.limit && self.events.len() > 1 {
-            if let Some(old) = self.events.pop_front() {
+        while self.bytes > self.limit && self.records.len() > 1 {
+            if let Some(old) = self.records.pop_front() {
                 self.bytes -= old.weight();
+                self.first += 1;
             }
         }
         kept
     }
 
-    /// Event `id`, while it is kept.
-    fn get(&self, id: u64) -> Option<Arc<LiveEvent>> {
-        let first = self.events.front()?.id;
-        let index = usize::try_from(id.checked_sub(first)?).ok()?;
-        self.events.get(index).cloned()
+    /// Where row `id`'s record is, while it is kept.
+    fn get(&self, id: u64) -> Option<Record> {
+        let index = usize::try_from(id.checked_sub(self.first)?).ok()?;
+        self.records.get(index).cloned()
     }
 }
 
@@ -190,7 +229,7 @@ impl LiveHub {
                 "Events the live view skipped for viewers that fell behind",
             )
             .expect("static counter"),
-            opened: Mutex::new(Opened { events: VecDeque::new(), next: 1, bytes: 0, limit: opened_bytes }),
+            opened: Mutex::new(Opened { records: VecDeque::new(), first: 1, bytes: 0, limit: opened_bytes }),
             reading: tokio::sync::Semaphore::new(READ_BACKS),
         }
     }
@@ -248,8 +287,8 @@ impl LiveHub {
         }
     }
 
-    /// Published event `id`, while the view still holds it.
-    pub fn opened(&self, id: u64) -> Option<Arc<LiveEvent>> {
+    /// Where published row `id`'s record is, while the view still holds it.
+    pub fn opened(&self, id: u64) -> Option<Record> {
         locked(&self.opened).get(id)
     }
 

@@ -53,19 +53,33 @@ pub fn stream(
         if open.paced {
             tokio::time::sleep(PACE).await;
         }
+        // The keep-alive is due `heartbeat` after the last chunk, however
+        // many events the filter dropped meanwhile.
+        let due = tokio::time::Instant::now() + heartbeat;
         // Never an empty chunk: to a chunked HTTP/1.1 body that is the end.
         loop {
-            let next = match tokio::time::timeout(heartbeat, open.viewer.next()).await {
-                Err(_) => {
-                    open.paced = false;
-                    return Some((Ok(Bytes::from_static(b": keep-alive\n\n")), Some(open)));
-                }
-                Ok(next) => next,
+            // (A timeout polls what it waits for first: events always
+            // ready would never let it expire.)
+            let next = if tokio::time::Instant::now() < due {
+                tokio::time::timeout_at(due, open.viewer.next()).await.ok()
+            } else {
+                None
+            };
+            let Some(next) = next else {
+                open.paced = false;
+                return Some((Ok(Bytes::from_static(b": keep-alive\n\n")), Some(open)));
             };
             let chunk = match next {
                 Next::Events(events) => {
                     open.ready = slices(&events, &open.filter);
-                    let Some(first) = open.ready.pop_front() else { continue };
+                    let Some(first) = open.ready.pop_front() else {
+                        // None passed the filter: wait out a pace all the
+                        // same, so a viewer whose filter drops a busy
+                        // source's events wakes once a pace, not once a
+                        // request.
+                        tokio::time::sleep(PACE).await;
+                        continue;
+                    };
                     open.paced = true;
                     first
                 }
