@@ -9,10 +9,13 @@
 //!
 //! Each request is a `POST /v1/batch` with one of the catalog's examples
 //! (a fresh `messageId`, one of 1,000 users), as `loadtest` sends them;
-//! then the same with batches of 50 (per event). `cargo bench -p eventgw
-//! --bench request` measures (7 runs of 20,000 single-event requests and of
-//! 800 batches; the median run and the spread); under `cargo test` it runs
-//! one short run of each only, to prove it still works.
+//! then the same with batches of 50 (per event), then those batches again
+//! with five live-view viewers of every event (`/live/stream`'s body
+//! drained on the same thread, so their work is counted: issue 30's cost
+//! of watching, without the sockets). `cargo bench -p eventgw --bench
+//! request` measures (7 runs of 20,000 single-event requests and of 800
+//! batches; the median run and the spread); under `cargo test` it runs one
+//! short run of each only, to prove it still works.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -70,6 +73,9 @@ fn main() {
     // As the benchmarks run it: the dev profile without quotas.
     config.quotas.source = None;
     config.quotas.auth_failures = None;
+    // In process, requests come faster than at the gateway's real rate: a
+    // ring that holds one pace of them, so the viewers see every event.
+    config.live.buffer_events = 32_768;
     let catalog = eventgw_schemas::loader::load_catalog(&config.catalog.dir).expect("catalog");
     let examples: Vec<Value> = catalog.events().iter().filter_map(|e| e.latest().examples.first().cloned()).collect();
     let event = |n: usize| {
@@ -102,10 +108,39 @@ fn main() {
                 .configure(|app| gateway::server::routes(app, site, live)),
         )
         .await;
-        for (what, bodies, requests, events) in [
-            ("single-event request", &singles, per_run, 1),
-            ("batched event (batches of 50)", &batches, per_batch_run, 50),
+        for (what, bodies, requests, events, viewers) in [
+            ("single-event request", &singles, per_run, 1, 0),
+            ("batched event (batches of 50)", &batches, per_batch_run, 50, 0),
+            ("batched event, five live viewers", &batches, per_batch_run, 50, 5),
         ] {
+            // `REQUEST_BENCH=live` (or a part of another name) runs only those, for `perf record`.
+            if std::env::var("REQUEST_BENCH").is_ok_and(|only| !what.contains(&only)) {
+                continue;
+            }
+            let skipped = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let watching: Vec<_> = (0..viewers)
+                .map(|_| {
+                    let body = gateway::live::sse::stream(
+                        data.live.watch(None),
+                        gateway::live::Filter::default(),
+                        std::time::Duration::from_secs(15),
+                    );
+                    let skipped = Arc::clone(&skipped);
+                    actix_web::rt::spawn(async move {
+                        use futures::StreamExt;
+                        let mut body = std::pin::pin!(body);
+                        while let Some(Ok(chunk)) = body.next().await {
+                            // Counts what was skipped (a look at the chunk's start, not a scan of every frame).
+                            if let Some(rest) = black_box(&chunk).strip_prefix(b"event: skipped\ndata: {\"skipped\":") {
+                                let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+                                let n: usize =
+                                    std::str::from_utf8(&rest[..digits]).ok().and_then(|n| n.parse().ok()).unwrap_or(0);
+                                skipped.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+                            }
+                        }
+                    })
+                })
+                .collect();
             let mut figures = Vec::new();
             for run in 0..runs {
                 let (started, cpu) = (Instant::now(), thread_cpu_ns());
@@ -122,6 +157,9 @@ fn main() {
                     let answer = test::call_service(&app, req).await;
                     assert!(answer.status().is_success(), "{}", answer.status());
                     black_box(test::read_body(answer).await);
+                    // Lets the viewers' streams run between requests, as
+                    // the gateway's event loop would.
+                    actix_web::rt::task::yield_now().await;
                 }
                 let per = |ns: f64| ns / (requests * events) as f64 / 1000.0;
                 figures.push((per((thread_cpu_ns() - cpu) as f64), per(started.elapsed().as_nanos() as f64)));
@@ -136,6 +174,15 @@ fn main() {
                 "{what}, in process (our own work): CPU {cpu:.2} µs ({cpu_lo:.2}-{cpu_hi:.2}), \
                  wall {wall:.2} µs ({wall_lo:.2}-{wall_hi:.2}); medians of {runs} runs of {requests} requests"
             );
+            data.live.close();
+            for viewer in watching {
+                viewer.await.expect("a viewer's stream ends when the view closes");
+            }
+            if viewers > 0 {
+                let sent = viewers * runs * requests * events;
+                let skipped = skipped.load(std::sync::atomic::Ordering::Relaxed);
+                println!("  the viewers received {:.1}% of the events", 100.0 - 100.0 * skipped as f64 / sent as f64);
+            }
         }
     });
 }

@@ -11,7 +11,7 @@
 //! and the request's SSE frames are rendered once into one buffer shared
 //! by every viewer.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use actix_web::web::Bytes;
 
@@ -21,9 +21,9 @@ pub use crate::pipeline::{Field, Shown};
 use crate::sink::{OutRecord, Stored};
 
 /// One event of the live view; its frame's `data:` is this as JSON
-/// ([`LiveEvent::render`]). Per event it holds two allocations (itself
-/// and its [`Shown`] texts); the rest is shared with its request's other
-/// events.
+/// ([`LiveEvent::render`]). Per event it holds one allocation (its
+/// [`Shown`] texts); the rest is shared with its request's other events,
+/// and it lives in its request's [`Published`].
 #[derive(Debug, Clone)]
 pub struct LiveEvent {
     /// Its number in this gateway's live view (from 1, in publishing
@@ -63,37 +63,64 @@ pub struct LiveEvent {
     /// The record's value as stored, its JSON bytes unchanged, when Kafka
     /// does not hold it (spooled, to be replayed); `None` otherwise.
     pub payload: Option<Bytes>,
-    /// The `event: event` SSE frame of this event: a range of its
-    /// request's frames, rendered once into one buffer when it is published
-    /// ([`render_all`]) and shared by every viewer.
-    pub(super) frame: OnceLock<Frame>,
 }
 
-/// Where an event's frame is: `chunk[start..end]`, `chunk` holding the
-/// frames of every event published with it, one after the other.
-#[derive(Debug, Clone)]
-pub(super) struct Frame {
-    pub(super) chunk: Bytes,
-    pub(super) start: usize,
-    pub(super) end: usize,
+/// One request's events as published: numbered, with their `event: event`
+/// SSE frames rendered once into one buffer, the whole shared (`Arc`) by
+/// every channel and viewer. Channels keep, skip and hand out requests,
+/// not events: per watched event nothing is counted, cloned or allocated
+/// but its row and its frame's bytes.
+#[derive(Debug)]
+pub struct Published {
+    /// The request's events, in order, numbered.
+    events: Vec<LiveEvent>,
+    /// Their frames, one after the other.
+    chunk: Bytes,
+    /// Where each event's frame ends in `chunk`.
+    ends: Vec<usize>,
 }
 
-/// Renders the frames of `events` (published together) into one buffer
-/// and gives each its range of it: one allocation per request, and a
-/// viewer that takes several of them in a row sends one slice of it.
-pub(super) fn render_all(events: &[std::sync::Arc<LiveEvent>]) {
-    let mut out = Vec::with_capacity(events.len() * 384);
-    let mut ends = Vec::with_capacity(events.len());
-    for event in events {
-        event.render(&mut out);
-        ends.push(out.len());
+impl Published {
+    /// Renders the frames of `events` (numbered already) into one buffer.
+    pub(super) fn new(events: Vec<LiveEvent>) -> Self {
+        let mut out = Vec::with_capacity(events.len() * 384);
+        let mut ends = Vec::with_capacity(events.len());
+        for event in &events {
+            event.render(&mut out);
+            ends.push(out.len());
+        }
+        Self { events, chunk: Bytes::from(out), ends }
     }
-    let chunk = Bytes::from(out);
-    let mut start = 0;
-    for (event, end) in events.iter().zip(ends) {
-        // A frame already set (an event published twice) keeps its own.
-        let _ = event.frame.set(Frame { chunk: chunk.clone(), start, end });
-        start = end;
+
+    /// The events, in request order.
+    pub fn events(&self) -> &[LiveEvent] {
+        &self.events
+    }
+
+    /// How many events.
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    /// Whether it holds no event (never, once published).
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    /// Every event's frame, one after the other: one slice of the buffer.
+    pub fn frames(&self) -> Bytes {
+        self.chunk.clone()
+    }
+
+    /// Event `i`'s frame: where it is in the buffer.
+    pub fn frame_range(&self, i: usize) -> std::ops::Range<usize> {
+        let start = i.checked_sub(1).map_or(0, |before| self.ends[before]);
+        start..self.ends[i]
+    }
+
+    /// The buffer holding every frame (slice it with [`Self::frame_range`]).
+    pub fn chunk(&self) -> &Bytes {
+        &self.chunk
     }
 }
 
@@ -115,7 +142,6 @@ impl LiveEvent {
             violations: Vec::new(),
             stored: false,
             payload: None,
-            frame: OnceLock::new(),
         }
     }
 
@@ -150,21 +176,12 @@ impl LiveEvent {
     }
 
     /// This event's SSE frame (`event: event`, the event as JSON without
-    /// its stored record): its range of the request's frames once
-    /// published, rendered on its own before that.
+    /// its stored record), rendered on its own (a published event's is in
+    /// its [`Published`]).
     pub fn frame(&self) -> Bytes {
-        let frame = self.framed();
-        frame.chunk.slice(frame.start..frame.end)
-    }
-
-    /// Where this event's frame is (rendered now if it was never published).
-    pub(super) fn framed(&self) -> &Frame {
-        self.frame.get_or_init(|| {
-            let mut out = Vec::with_capacity(384);
-            self.render(&mut out);
-            let end = out.len();
-            Frame { chunk: Bytes::from(out), start: 0, end }
-        })
+        let mut out = Vec::with_capacity(384);
+        self.render(&mut out);
+        Bytes::from(out)
     }
 
     /// Appends this event's frame to `out`, written by hand (the JSON
@@ -174,7 +191,7 @@ impl LiveEvent {
     /// by byte was most of its cost.
     fn render(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(b"event: event\ndata: {\"id\":");
-        push_number(out, self.id);
+        push_unsigned(out, self.id);
         text_field(out, "time", Some(&self.time));
         text_field(out, "source", Some(&self.source));
         text_field(out, "type", self.kind());
@@ -377,9 +394,28 @@ fn push_string(out: &mut Vec<u8>, value: &str) {
     out.push(b'"');
 }
 
-fn push_number(out: &mut Vec<u8>, n: impl std::fmt::Display) {
-    use std::io::Write as _;
-    let _ = write!(out, "{n}");
+/// `n` in decimal (ids, partitions and offsets: three per watched event,
+/// without the formatting machinery).
+fn push_number(out: &mut Vec<u8>, n: impl Into<i64>) {
+    let n: i64 = n.into();
+    if n < 0 {
+        out.push(b'-');
+    }
+    push_unsigned(out, n.unsigned_abs());
+}
+
+/// `n` in decimal.
+fn push_unsigned(out: &mut Vec<u8>, mut n: u64) {
+    let (mut digits, mut at) = ([0u8; 20], 20);
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
 }
 
 #[cfg(test)]

@@ -38,7 +38,11 @@ fn the_stored_bytes_are_kept_as_they_are_and_the_fields_are_admissions() {
     let data = std::str::from_utf8(&frame[b"event: event\ndata: ".len()..frame.len() - 2]).expect("utf-8");
     let data: Value = serde_json::from_str(data).expect("the frame's data is JSON, quotes escaped");
     assert_eq!(data["userId"], "u-\"1\"");
-    assert_eq!(row.frame().as_ptr(), frame.as_ptr(), "rendered once, shared");
+    let published = super::Published::new(vec![row.clone(), row.clone()]);
+    assert_eq!(published.frames(), [frame.clone(), frame.clone()].concat(), "a request's frames, one after the other");
+    let second = published.frame_range(1);
+    assert_eq!(published.chunk().slice(second.clone()), frame, "each event's is its range of the buffer");
+    assert_eq!(published.frames().as_ptr(), published.chunk().as_ptr(), "shared, not copied");
 }
 
 #[test]

@@ -31,6 +31,11 @@ impl Filter {
         given(&self.source)
     }
 
+    /// Whether every event passes (no filter given but the source).
+    pub fn admits_all(&self) -> bool {
+        given(&self.status).is_none() && given(&self.event).is_none() && given(&self.user).is_none()
+    }
+
     /// Whether `event` passes every filter given.
     pub fn admits(&self, event: &LiveEvent) -> bool {
         let status = given(&self.status).is_none_or(|list| list.split(',').any(|s| s.trim() == event.status));

@@ -4,6 +4,11 @@ use std::sync::Arc;
 use super::*;
 use crate::outcome::EventStatus;
 
+/// The event names of what a viewer read, in order.
+fn names(requests: &[Arc<Published>]) -> Vec<String> {
+    requests.iter().flat_map(|r| r.events()).map(|e| e.event().unwrap_or_default().to_owned()).collect()
+}
+
 fn event(status: &'static str, name: &str) -> LiveEvent {
     LiveEvent::new(
         "2026-01-01T00:00:00.000Z".into(),
@@ -30,22 +35,34 @@ fn unwatched_hub_captures_nothing() {
 async fn a_slow_viewer_is_told_how_many_it_skipped() {
     let hub = Arc::new(LiveHub::new(4, 1 << 20));
     let mut viewer = hub.watch(None);
-    hub.publish("web", (0..10).map(|i| event("accepted", &format!("e{i}"))).collect());
+    // Eight requests of one event, then one of two: the ring keeps four events.
+    for i in 0..8 {
+        hub.publish("web", vec![event("accepted", &format!("e{i}"))]);
+    }
+    hub.publish("web", vec![event("accepted", "e8"), event("accepted", "e9")]);
     match viewer.next().await {
         Next::Skipped(n) => assert_eq!(n, 6),
         other => panic!("expected skipped, got {other:?}"),
     }
     match viewer.next().await {
-        Next::Events(events) => {
-            let names: Vec<_> = events.iter().map(|e| e.event().unwrap_or_default().to_owned()).collect();
-            assert_eq!(names, ["e6", "e7", "e8", "e9"], "the kept events, in one read");
+        Next::Events(requests) => {
+            assert_eq!(names(&requests), ["e6", "e7", "e8", "e9"], "the kept events, in one read")
         }
         other => panic!("expected e6..e9, got {other:?}"),
     }
     assert_eq!(hub.skipped.get(), 6);
     assert!(viewer.try_next().is_none(), "nothing new");
     hub.publish("web", vec![event("accepted", "e10")]);
-    assert!(matches!(viewer.next().await, Next::Events(e) if e.len() == 1 && e[0].event() == Some("e10")));
+    assert!(matches!(viewer.next().await, Next::Events(r) if names(&r) == ["e10"]));
+    // A request larger than the ring is kept whole: its events are skipped
+    // or seen together, never half of them.
+    let mut late = hub.watch(None);
+    hub.publish("web", (11..17).map(|i| event("accepted", &format!("e{i}"))).collect());
+    assert!(matches!(late.next().await, Next::Events(r) if names(&r).len() == 6));
+    match viewer.next().await {
+        Next::Events(requests) => assert_eq!(names(&requests).len(), 6, "the ring dropped e10 for them"),
+        other => panic!("expected the six, got {other:?}"),
+    }
 }
 
 #[actix_rt::test]
@@ -57,7 +74,7 @@ async fn a_viewer_starts_at_the_next_event_and_two_viewers_each_see_every_one() 
     hub.publish("web", vec![event("accepted", "a"), event("invalid", "b")]);
     hub.publish("other", vec![event("accepted", "elsewhere")]);
     let names = |next: Next| match next {
-        Next::Events(events) => events.iter().map(|e| e.event().unwrap_or_default().to_owned()).collect::<Vec<_>>(),
+        Next::Events(requests) => names(&requests),
         other => panic!("expected events, got {other:?}"),
     };
     assert_eq!(names(early.next().await), ["before", "a", "b"], "two publishes, one read");

@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use prometheus::{IntCounter, IntGauge, Registry};
 use tokio::sync::watch;
 
-pub use event::{Capture, LiveEvent};
+pub use event::{Capture, LiveEvent, Published};
 pub use filter::Filter;
 
 /// The channel name of viewers of every source.
@@ -50,9 +50,10 @@ fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// One channel: the latest events of a source (or of all), numbered, up
 /// to `capacity`, shared by every viewer of it. A publish appends a
 /// request's events and wakes each viewer once, however many events it
-/// holds; a viewer takes everything it has not seen in one go.
+/// holds; a viewer takes everything it has not seen in one go. Events are
+/// kept, dropped and handed out a request ([`Published`]) at a time.
 struct Channel {
-    /// The events kept, oldest first; `events[i]` is number `first + i`.
+    /// The requests kept, oldest first.
     ring: Mutex<Ring>,
     /// The number the next event will get: changed once per publish, which
     /// wakes the viewers (a `watch` wakes each once, however many changes
@@ -64,12 +65,15 @@ struct Channel {
     closed: AtomicBool,
 }
 
-/// The kept events of a [`Channel`].
+/// The kept requests of a [`Channel`]: at most `capacity` events, whole
+/// requests only (the newest is kept whole even when it alone holds more).
 struct Ring {
     /// Oldest first.
-    events: VecDeque<Arc<LiveEvent>>,
-    /// The number of `events[0]`.
+    requests: VecDeque<Arc<Published>>,
+    /// The number of the first event of `requests[0]`.
     first: u64,
+    /// The events in `requests`.
+    events: usize,
     /// Most events kept.
     capacity: usize,
 }
@@ -77,29 +81,33 @@ struct Ring {
 impl Ring {
     /// The number the next event gets.
     fn next(&self) -> u64 {
-        self.first + self.events.len() as u64
+        self.first + self.events as u64
     }
 }
 
 impl Channel {
     fn new(capacity: usize) -> Self {
         Self {
-            ring: Mutex::new(Ring { events: VecDeque::with_capacity(capacity.min(4096)), first: 0, capacity }),
+            ring: Mutex::new(Ring { requests: VecDeque::new(), first: 0, events: 0, capacity }),
             tick: watch::Sender::new(0),
             viewers: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
         }
     }
 
-    /// Appends `events`, dropping the oldest beyond the capacity, and wakes
-    /// the viewers once. Never waits for a viewer.
-    fn publish(&self, events: &[Arc<LiveEvent>]) {
+    /// Appends a request's events, dropping the oldest requests beyond the
+    /// capacity, and wakes the viewers once. Never waits for a viewer.
+    fn publish(&self, request: &Arc<Published>) {
         let next = {
             let mut ring = locked(&self.ring);
-            ring.events.extend(events.iter().cloned());
-            let over = ring.events.len().saturating_sub(ring.capacity);
-            ring.events.drain(..over);
-            ring.first += over as u64;
+            ring.events += request.len();
+            ring.requests.push_back(Arc::clone(request));
+            while ring.events > ring.capacity && ring.requests.len() > 1 {
+                if let Some(old) = ring.requests.pop_front() {
+                    ring.events -= old.len();
+                    ring.first += old.len() as u64;
+                }
+            }
             ring.next()
         };
         self.tick.send_replace(next);
@@ -182,28 +190,30 @@ struct Opened {
 }
 
 impl Opened {
-    /// Numbers `events`, notes where their records are (dropping the
-    /// oldest beyond the limit) and gives them back shared.
-    fn keep(&mut self, events: Vec<LiveEvent>) -> Vec<Arc<LiveEvent>> {
-        let mut next = self.first + self.records.len() as u64;
-        let kept: Vec<Arc<LiveEvent>> = events
-            .into_iter()
-            .map(|mut event| {
-                event.id = next;
-                next += 1;
-                let record = event.record();
-                self.bytes += record.weight();
-                self.records.push_back(record);
-                Arc::new(event)
-            })
-            .collect();
+    /// Numbers `events` and notes where their records are (dropping the
+    /// oldest beyond the limit).
+    fn keep(&mut self, mut events: Vec<LiveEvent>) -> Vec<LiveEvent> {
+        if self.records.capacity() == 0 {
+            // Room for as many slots as the limit can hold, taken once (pages
+            // are touched only as slots are first written): a ring that grew
+            // by doubling would copy itself into fresh pages while the
+            // gateway is busy, and fresh pages are what the kernel zeroes.
+            self.records.reserve_exact(self.limit / std::mem::size_of::<Record>() + 1);
+        }
+        let next = self.first + self.records.len() as u64;
+        for (id, event) in (next..).zip(events.iter_mut()) {
+            event.id = id;
+            let record = event.record();
+            self.bytes += record.weight();
+            self.records.push_back(record);
+        }
         while self.bytes > self.limit && self.records.len() > 1 {
             if let Some(old) = self.records.pop_front() {
                 self.bytes -= old.weight();
                 self.first += 1;
             }
         }
-        kept
+        events
     }
 
     /// Where row `id`'s record is, while it is kept.
@@ -280,10 +290,9 @@ impl LiveHub {
         if targets.is_empty() || events.is_empty() {
             return;
         }
-        let events = locked(&self.opened).keep(events);
-        event::render_all(&events);
+        let request = Arc::new(Published::new(locked(&self.opened).keep(events)));
         for channel in &targets {
-            channel.publish(&events);
+            channel.publish(&request);
         }
     }
 
@@ -337,8 +346,9 @@ pub struct Viewer {
 /// What a viewer reads next.
 #[derive(Debug)]
 pub enum Next {
-    /// Every event published since the last read, oldest first (at least one).
-    Events(Vec<Arc<LiveEvent>>),
+    /// Every request published since the last read, oldest first (at least
+    /// one event).
+    Events(Vec<Arc<Published>>),
     /// This many events were skipped: the viewer fell behind the channel's
     /// capacity. The events after them come with the next read.
     Skipped(u64),
@@ -373,13 +383,21 @@ impl Viewer {
             self.hub.skipped(skipped);
             return Some(Next::Skipped(skipped));
         }
-        let start = usize::try_from(self.cursor - ring.first).unwrap_or(usize::MAX);
-        if start >= ring.events.len() {
+        let next = ring.next();
+        if self.cursor >= next {
             return None;
         }
-        let events: Vec<Arc<LiveEvent>> = ring.events.range(start..).cloned().collect();
-        self.cursor = ring.next();
-        Some(Next::Events(events))
+        // The cursor is where a request starts (a viewer starts at the next
+        // event, and after a skip at the first kept): the requests from it
+        // on, found from the newest back.
+        let (mut from, mut number) = (ring.requests.len(), next);
+        while number > self.cursor && from > 0 {
+            from -= 1;
+            number -= ring.requests[from].len() as u64;
+        }
+        let requests: Vec<Arc<Published>> = ring.requests.range(from..).cloned().collect();
+        self.cursor = next;
+        Some(Next::Events(requests))
     }
 }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use actix_web::web::Bytes;
 use futures::{Stream, StreamExt};
 
-use super::{Filter, LiveEvent, Next, Viewer};
+use super::{Filter, Next, Published, Viewer};
 
 /// Least time between two chunks of events to one viewer. A busy
 /// source's requests are gathered into one socket write per viewer per
@@ -105,27 +105,33 @@ struct Open {
     ready: VecDeque<Bytes>,
 }
 
-/// The frames of `events` that pass `filter`, as few slices as they make:
-/// frames next to each other in one request's buffer are one slice of it.
-fn slices(events: &[Arc<LiveEvent>], filter: &Filter) -> VecDeque<Bytes> {
+/// The frames of `requests`' events that pass `filter`, as few slices as
+/// they make: frames next to each other in one request's buffer are one
+/// slice of it (a viewer of every event sends each request's buffer whole,
+/// looking at none of its events).
+fn slices(requests: &[Arc<Published>], filter: &Filter) -> VecDeque<Bytes> {
     let mut out = VecDeque::new();
-    let mut open: Option<(&Bytes, usize, usize)> = None;
-    for event in events.iter().filter(|e| filter.admits(e)) {
-        let frame = event.framed();
-        match &mut open {
-            Some((chunk, _, end)) if chunk.as_ptr() == frame.chunk.as_ptr() && *end == frame.start => {
-                *end = frame.end;
-            }
-            _ => {
-                if let Some((chunk, start, end)) = open.take() {
-                    out.push_back(chunk.slice(start..end));
+    let everything = filter.admits_all();
+    for request in requests {
+        if everything {
+            out.push_back(request.frames());
+            continue;
+        }
+        let mut open: Option<std::ops::Range<usize>> = None;
+        for (i, _) in request.events().iter().enumerate().filter(|(_, e)| filter.admits(e)) {
+            let frame = request.frame_range(i);
+            match &mut open {
+                Some(run) if run.end == frame.start => run.end = frame.end,
+                _ => {
+                    if let Some(run) = open.replace(frame) {
+                        out.push_back(request.chunk().slice(run));
+                    }
                 }
-                open = Some((&frame.chunk, frame.start, frame.end));
             }
         }
-    }
-    if let Some((chunk, start, end)) = open {
-        out.push_back(chunk.slice(start..end));
+        if let Some(run) = open {
+            out.push_back(request.chunk().slice(run));
+        }
     }
     out
 }
