@@ -176,8 +176,9 @@ impl LiveEvent {
     }
 
     /// This event's SSE frame (`event: event`, the event as JSON without
-    /// its stored record), rendered on its own (a published event's is in
-    /// its [`Published`]).
+    /// its stored record), rendered on its own, for the tests (a published
+    /// event's is in its [`Published`]).
+    #[cfg(test)]
     pub fn frame(&self) -> Bytes {
         let mut out = Vec::with_capacity(384);
         self.render(&mut out);
