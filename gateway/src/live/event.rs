@@ -98,18 +98,8 @@ impl Published {
     }
 
     /// How many events.
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.events.len()
-    }
-
-    /// Whether it holds no event (never, once published).
-    pub fn is_empty(&self) -> bool {
-        self.events.is_empty()
-    }
-
-    /// Every event's frame, one after the other: one slice of the buffer.
-    pub fn frames(&self) -> Bytes {
-        self.chunk.clone()
     }
 
     /// Event `i`'s frame: where it is in the buffer.
@@ -118,7 +108,8 @@ impl Published {
         start..self.ends[i]
     }
 
-    /// The buffer holding every frame (slice it with [`Self::frame_range`]).
+    /// Every event's frame, one after the other, in one buffer (an event's
+    /// is [`Self::frame_range`] of it).
     pub fn chunk(&self) -> &Bytes {
         &self.chunk
     }

@@ -114,7 +114,7 @@ fn slices(requests: &[Arc<Published>], filter: &Filter) -> VecDeque<Bytes> {
     let everything = filter.admits_all();
     for request in requests {
         if everything {
-            out.push_back(request.frames());
+            out.push_back(request.chunk().clone());
             continue;
         }
         let mut open: Option<std::ops::Range<usize>> = None;
