@@ -32,6 +32,7 @@ pub mod stages;
 pub mod state;
 pub mod storage;
 pub mod telemetry;
+pub mod text;
 pub mod tls;
 pub mod topics;
 pub mod wire;

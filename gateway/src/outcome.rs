@@ -3,6 +3,8 @@
 //! ([`crate::error`]) both list these. A leaf: it uses nothing of the crate,
 //! so `error` and `stages` can both use it without using each other.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 /// What happened to one event; serialised as its lowercase name.
@@ -50,7 +52,7 @@ pub struct EventOutcome {
     pub status: EventStatus,
     /// The topic it went to (domain topic or dead-letter topic).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub topic: Option<String>,
+    pub topic: Option<Arc<str>>,
     /// Stable machine code of the reason, unless accepted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<&'static str>,

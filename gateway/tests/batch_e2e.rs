@@ -19,7 +19,7 @@ fn every_catalog_example(gw: &TestGateway) -> Vec<(Value, String, String, u32)> 
                 example["userId"] = json!(unique("user"));
             }
             let key = event.key.extract(&example).expect("examples carry their key");
-            events.push((example, event.topic.clone(), key, schema.version));
+            events.push((example, event.topic.to_string(), key, schema.version));
         }
     }
     events

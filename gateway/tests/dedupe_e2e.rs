@@ -72,8 +72,8 @@ async fn the_same_id_from_another_source_is_not_a_duplicate() {
         .catalog
         .events()
         .into_iter()
-        .find(|e| e.topic == "billing.payments")
-        .map(|e| (e.versions().last().expect("a version").examples[0].clone(), e.topic.clone()))
+        .find(|e| &*e.topic == "billing.payments")
+        .map(|e| (e.versions().last().expect("a version").examples[0].clone(), e.topic.to_string()))
         .expect("the catalog has a billing event");
     let id = unique("dd-src");
     event["messageId"] = json!(id);

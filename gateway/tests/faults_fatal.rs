@@ -12,17 +12,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gateway::AppState;
-use gateway::sink::{KafkaSink, OutRecord, Sink, SinkError};
+use gateway::sink::{KafkaSink, OutRecord, Sink, SinkError, Text};
 use rdkafka::mocking::MockCluster;
 use rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
 use serde_json::{Value, json};
 
 fn record(topic: &str, id: &str) -> OutRecord {
     OutRecord {
-        topic: topic.into(),
+        topic: Text::copied(topic),
         key: id.into(),
         payload: format!("{{\"messageId\":\"{id}\"}}").into_bytes().into(),
-        headers: vec![("event-id", id.to_owned())],
+        headers: vec![("event-id", Text::copied(id))],
     }
 }
 

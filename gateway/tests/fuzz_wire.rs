@@ -187,7 +187,7 @@ fn event_validation_never_panics_and_ids_travel_as_headers() {
             let given = event.get("messageId").and_then(Value::as_str).map(str::to_owned);
             let planned = admission.admit(event);
             if let Verdict::Accept(record) | Verdict::DeadLetter { record, .. } = &planned.verdict {
-                let header = record.headers.iter().find(|(k, _)| *k == "event-id").map(|(_, v)| v.clone());
+                let header = record.headers.iter().find(|(k, _)| *k == "event-id").map(|(_, v)| v.to_string());
                 prop_assert_eq!(header.as_ref(), planned.message_id.as_ref());
                 if let Some(given) = &given {
                     prop_assert_eq!(Some(given), header.as_ref(), "the client's messageId is kept");

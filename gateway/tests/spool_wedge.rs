@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use gateway::sink::spool::{cluster_reachable, stored_event_ids};
-use gateway::sink::{KafkaSink, OutRecord, Sink};
+use gateway::sink::{KafkaSink, OutRecord, Sink, Text};
 
 fn now_ms() -> i64 {
     i64::try_from(SystemTime::now().duration_since(UNIX_EPOCH).expect("clock").as_millis()).expect("ms")
@@ -22,10 +22,10 @@ fn now_ms() -> i64 {
 fn records(topic: &str, ids: &[String]) -> Vec<OutRecord> {
     ids.iter()
         .map(|id| OutRecord {
-            topic: topic.to_owned(),
+            topic: Text::copied(topic),
             key: format!("user-{}", id.len()),
             payload: format!("{{\"messageId\":\"{id}\"}}").into_bytes().into(),
-            headers: vec![("event-id", id.clone())],
+            headers: vec![("event-id", Text::copied(id))],
         })
         .collect()
 }

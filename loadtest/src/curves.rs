@@ -115,7 +115,7 @@ pub async fn curves(args: &CurvesArgs) -> anyhow::Result<()> {
         .events()
         .iter()
         .filter(|e| e.name.starts_with(bench_catalog::EVENT_PREFIX))
-        .filter_map(|e| Some((e.name.clone(), e.latest().examples.first()?.clone())))
+        .filter_map(|e| Some((e.name.to_string(), e.latest().examples.first()?.clone())))
         .collect();
     examples.sort_by(|a, b| a.0.cmp(&b.0));
     anyhow::ensure!(examples.len() >= 200, "the catalog needs the 200-event bench domain (`loadtest bench-catalog`)");

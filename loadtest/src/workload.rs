@@ -43,7 +43,7 @@ impl Workload {
         let (examples, routes): (Vec<Value>, Vec<(String, KeyPath)>) = catalog
             .events()
             .iter()
-            .filter_map(|e| e.latest().examples.first().map(|x| (x.clone(), (e.topic.clone(), e.key.clone()))))
+            .filter_map(|e| e.latest().examples.first().map(|x| (x.clone(), (e.topic.to_string(), e.key.clone()))))
             .unzip();
         let mut workload = Self::from_examples(examples, batch, gzip, users)?;
         workload.routes = routes;

@@ -62,7 +62,7 @@ fn the_kafka_ceiling_sends_each_event_where_the_gateway_would() {
         let (topic, key) = workload.destination(n, &event).expect("a catalog event has a destination");
         let name = event.get("event").and_then(|v| v.as_str());
         if let Some(declared) = name.and_then(|name| catalog.event(name)) {
-            assert_eq!(topic, declared.topic, "{name:?} goes to its domain topic");
+            assert_eq!(topic, &*declared.topic, "{name:?} goes to its domain topic");
             assert_eq!(Some(key.clone()), declared.key.extract(&event), "{name:?} is keyed as declared");
             checked += 1;
         }

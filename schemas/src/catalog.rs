@@ -2,6 +2,7 @@
 //! looked up by event name on each request.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use jsonschema::Validator;
 use serde_json::Value;
@@ -45,15 +46,19 @@ pub struct Domain {
 /// One event of the catalog with all its versions.
 #[derive(Debug)]
 pub struct EventType {
-    /// The name clients send, e.g. `Order Completed`.
-    pub name: String,
+    /// The name clients send, e.g. `Order Completed`; shared, because each
+    /// of its records carries it as a header.
+    pub name: Arc<str>,
     /// The business domain, e.g. `billing`.
     pub domain: String,
     /// The schema directory, e.g. `order_completed`; with the domain it names
     /// the contract on the Kafka record (`billing/order_completed`).
     pub schema: String,
+    /// `domain/schema`, the contract's name on each of its records (their
+    /// `schema` header), made once here rather than for every record.
+    pub contract: Arc<str>,
     /// The domain topic its records go to.
-    pub topic: String,
+    pub topic: Arc<str>,
     /// Where its partition key comes from.
     pub key: KeyPath,
     /// Versions, oldest first; never empty.
@@ -75,6 +80,9 @@ pub struct EventType {
 pub struct EventSchema {
     /// The version number.
     pub version: u32,
+    /// The version number as text, for the records' `schema-version`
+    /// header, made once here rather than for every record.
+    pub version_text: Arc<str>,
     /// Where it was loaded from.
     pub origin: String,
     /// Whole example events from the schema's `examples`; each is checked

@@ -146,10 +146,11 @@ fn compile_event(source: &DomainSource, name: &str, spec: &EventSpec) -> Result<
         crate::personal::check_purpose(origin, name, purpose)?;
     }
     Ok(EventType {
-        name: name.to_owned(),
+        name: name.into(),
         domain: source.spec.domain.clone(),
         schema: spec.schema.clone(),
-        topic: source.spec.topic.clone(),
+        contract: format!("{}/{}", source.spec.domain, spec.schema).into(),
+        topic: source.spec.topic.as_str().into(),
         key,
         versions,
         description: spec.description.clone(),
@@ -173,7 +174,14 @@ fn compile_version(origin: &str, version: u32, json: &Value, key: &KeyPath) -> R
         Some(Value::Array(items)) => items.clone(),
         Some(_) => return Err(CatalogError::new(origin, "`examples` must be an array of events")),
     };
-    let compiled = EventSchema { version, origin: origin.to_owned(), examples, document: json.clone(), validator };
+    let compiled = EventSchema {
+        version,
+        version_text: version.to_string().into(),
+        origin: origin.to_owned(),
+        examples,
+        document: json.clone(),
+        validator,
+    };
     for (i, example) in compiled.examples.iter().enumerate() {
         if let Err(errors) = compiled.validate(example) {
             let first = errors.first().map(|e| format!("{}: {}", e.path, e.message)).unwrap_or_default();

@@ -18,7 +18,7 @@ fn shipped_catalog_routes_each_domain_to_its_topic() {
     let catalog = shipped();
     let route = |name: &str| {
         let e = catalog.event(name).unwrap_or_else(|| panic!("{name} is in the catalog"));
-        (e.domain.as_str().to_owned(), e.topic.as_str().to_owned())
+        (e.domain.as_str().to_owned(), e.topic.to_string())
     };
     assert_eq!(route("Page Viewed"), ("web".into(), "web.tracking".into()));
     assert_eq!(route("Form Submitted"), ("web".into(), "web.tracking".into()));

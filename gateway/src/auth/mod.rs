@@ -27,8 +27,9 @@ use crate::quota::Quotas;
 /// A sending source as the request path needs it.
 #[derive(Debug)]
 pub struct Source {
-    /// Stable name, carried on every record as the `source` header.
-    pub id: String,
+    /// Stable name, carried on every record as the `source` header (a
+    /// count on this one text, not a copy).
+    pub id: Arc<str>,
     /// Domains whose events it may send.
     pub domains: HashSet<String>,
     /// Policy for events the catalog does not know.
@@ -123,7 +124,7 @@ impl AuthState {
         let mut by_app_id = HashMap::new();
         for s in &config.sources {
             let source = Arc::new(Source {
-                id: s.id.clone(),
+                id: s.id.as_str().into(),
                 domains: s.domains.iter().cloned().collect(),
                 unknown_events: s.unknown_events,
                 origins: OriginPolicy::for_source(s),

@@ -125,7 +125,7 @@ pub trait Store: Send + Sync + 'static {
 /// The identity of a record: its `source` and `event-id` headers (every
 /// record the pipeline makes has both).
 pub fn event_id(record: &OutRecord) -> Option<EventId> {
-    let header = |name: &str| record.headers.iter().find(|(n, _)| *n == name).map(|(_, v)| v.clone());
+    let header = |name: &str| record.headers.iter().find(|(n, _)| *n == name).map(|(_, v)| v.to_string());
     Some(EventId { source: header("source")?, message_id: header("event-id")? })
 }
 

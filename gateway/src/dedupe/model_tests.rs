@@ -105,14 +105,14 @@ fn record(event: usize) -> OutRecord {
         topic: "web.tracking".into(),
         key: format!("user-{event}"),
         payload: b"{}".to_vec().into(),
-        headers: vec![("event-id", format!("m-{event}")), ("source", "web".into())],
+        headers: vec![("event-id", format!("m-{event}").into()), ("source", "web".into())],
     }
 }
 
 fn stored_counts(sink: &MemorySink) -> HashMap<String, usize> {
     let mut counts = HashMap::new();
     for r in sink.records() {
-        let id = r.headers.iter().find(|(n, _)| *n == "event-id").map(|(_, v)| v.clone()).unwrap_or_default();
+        let id = r.headers.iter().find(|(n, _)| *n == "event-id").map(|(_, v)| v.to_string()).unwrap_or_default();
         *counts.entry(id).or_insert(0) += 1;
     }
     counts

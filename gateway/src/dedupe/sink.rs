@@ -206,7 +206,7 @@ impl Run {
         let reservations: Vec<Option<Reservation>> = records
             .iter()
             .map(|r| {
-                event_id(r).map(|id| Reservation { id, fingerprint: fingerprint(r), token, topic: r.topic.clone() })
+                event_id(r).map(|id| Reservation { id, fingerprint: fingerprint(r), token, topic: r.topic.to_string() })
             })
             .collect();
         let wanted: Vec<Reservation> = reservations.iter().flatten().cloned().collect();

@@ -23,14 +23,14 @@ use super::{BotPolicy, Edge, SourceEdge};
 use crate::privacy::IpPolicy;
 use crate::privacy::consent::{self, Consent};
 use crate::privacy::personal::PersonalData;
-use crate::sink::OutRecord;
+use crate::sink::{OutRecord, Text};
 use crate::telemetry::Metrics;
 
 /// What one event's enrichment adds to its record besides the payload.
 #[derive(Debug, Default)]
 pub struct Marks {
-    headers: Vec<(&'static str, String)>,
-    topic: Option<String>,
+    headers: Vec<(&'static str, Text)>,
+    topic: Option<Text>,
 }
 
 impl Marks {
@@ -179,7 +179,7 @@ impl<'a> EdgeRequest<'a> {
     ) -> Marks {
         let mut marks = Marks::default();
         if let Some(warning) = consent_warning {
-            marks.headers.push(("consent-warning", warning));
+            marks.headers.push(("consent-warning", warning.into()));
         }
         if let Some(Value::Object(context)) = event.get_mut("context") {
             self.client_context(context, splice, &mut marks);
@@ -207,10 +207,10 @@ impl<'a> EdgeRequest<'a> {
                 (&profile.bot, shared(&profile, |p| p.bot_json.as_ref()), enrichment.bots != BotPolicy::Off)
             {
                 splice.set(context, "bot", json);
-                marks.headers.push(("bot", bot.name.to_owned()));
+                marks.headers.push(("bot", Text::Static(bot.name)));
                 bump(&mut self.counts.borrow_mut().bots, bot.name);
                 if enrichment.bots == BotPolicy::Route {
-                    marks.topic.clone_from(&enrichment.bot_topic);
+                    marks.topic = enrichment.bot_topic.as_deref().map(Text::copied);
                 }
             }
         }

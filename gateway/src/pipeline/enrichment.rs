@@ -47,7 +47,7 @@ impl Admission<'_> {
     /// Adds `receivedAt`, the corrected `timestamp` (keeping the device's as
     /// `originalTimestamp`) and the client context.
     fn enrich<'r>(&'r self, event: &mut Map<String, Value>, time: &EventTime, splice: &mut ContextSplice<'r>) {
-        event.insert("receivedAt".into(), Value::String(self.received_at_text.clone()));
+        event.insert("receivedAt".into(), Value::String(self.received_at_text.to_string()));
         if let Some(device) = event.remove("timestamp")
             && !event.contains_key("originalTimestamp")
         {

@@ -43,7 +43,7 @@ pub(super) fn reference_payload(
     time: &EventTime,
     consent_warning: Option<String>,
 ) -> (Vec<u8>, Marks) {
-    event.insert("receivedAt".into(), Value::String(admission.received_at_text.to_owned()));
+    event.insert("receivedAt".into(), Value::String(admission.received_at_text.to_string()));
     if let Some(device) = event.remove("timestamp")
         && !event.contains_key("originalTimestamp")
     {

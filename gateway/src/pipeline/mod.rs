@@ -36,7 +36,7 @@ use crate::config::KafkaConfig;
 use crate::enrichment::client::{Client, ClientResolver};
 use crate::enrichment::request::EdgeRequest;
 use crate::registry::SchemaIds;
-use crate::sink::OutRecord;
+use crate::sink::{OutRecord, Text};
 use crate::wire::Undecodable;
 
 /// What happens to one event.
@@ -235,8 +235,9 @@ pub struct Admission<'a> {
     pub kafka: &'a KafkaConfig,
     /// When the gateway received the request.
     pub received_at: DateTime<Utc>,
-    /// `received_at` formatted once per request, not once per event.
-    pub received_at_text: String,
+    /// `received_at` formatted once per request, not once per event, and
+    /// shared by the request's records (their `received-at` header).
+    pub received_at_text: Arc<str>,
     /// The batch's `sentAt`, if any; an event's own `sentAt` wins.
     pub sent_at: Option<&'a str>,
     /// How the request authenticated, carried as the `auth` header.
@@ -268,11 +269,11 @@ pub struct Admission<'a> {
 /// The contract an event is checked against: a catalog event, an identity
 /// call, or nothing (unknown events passed through).
 struct Route {
-    topic: String,
+    topic: Text,
     key: String,
-    schema: String,
-    version: String,
-    name: String,
+    schema: Text,
+    version: Text,
+    name: Text,
     /// Under the `warn` rollout, the waived violations for the
     /// `contract-warning` header.
     warning: Option<String>,

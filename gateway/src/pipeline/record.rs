@@ -7,23 +7,26 @@ use serde_json::{Value, json};
 use super::clock::CORRECTION_HEADER;
 use super::{Admission, MAX_WARNING_BYTES, Planned, Route, Verdict};
 use crate::code::Code;
-use crate::sink::OutRecord;
+use crate::sink::{OutRecord, Text};
 
 impl Admission<'_> {
-    fn headers(&self, message_id: &str, route: Option<&Route>) -> Vec<(&'static str, String)> {
-        let mut headers = vec![
-            ("event-id", message_id.to_owned()),
-            ("source", self.source.id.clone()),
-            ("received-at", self.received_at_text.clone()),
-            ("auth", self.auth_method.as_str().to_owned()),
-            ("protocol", self.protocol.to_owned()),
-        ];
+    fn headers(&self, message_id: &str, route: Option<&Route>) -> Vec<(&'static str, Text)> {
+        // Room for the route's three, a warning or correction flag and the
+        // enrichment's marks, so the vector is allocated once.
+        let mut headers = Vec::with_capacity(12);
+        headers.extend([
+            ("event-id", Text::copied(message_id)),
+            ("source", Text::from(&self.source.id)),
+            ("received-at", Text::from(&self.received_at_text)),
+            ("auth", Text::Static(self.auth_method.as_str())),
+            ("protocol", Text::Static(self.protocol)),
+        ]);
         if let Some(route) = route {
             headers.push(("event-name", route.name.clone()));
             headers.push(("schema", route.schema.clone()));
             headers.push(("schema-version", route.version.clone()));
             if let Some(warning) = &route.warning {
-                headers.push(("contract-warning", warning.clone()));
+                headers.push(("contract-warning", Text::copied(warning)));
             }
         }
         headers
@@ -40,7 +43,7 @@ impl Admission<'_> {
     ) -> OutRecord {
         let mut headers = self.headers(message_id, Some(route));
         if let Some(flag) = time_flag {
-            headers.push((CORRECTION_HEADER, flag.to_owned()));
+            headers.push((CORRECTION_HEADER, Text::Static(flag)));
         }
         OutRecord {
             topic: route.topic.clone(),
@@ -87,9 +90,9 @@ impl Admission<'_> {
             "event": scrubbed,
         });
         let mut headers = self.headers(message_id, None);
-        headers.push(("dead-letter-reason", code.as_str().to_owned()));
+        headers.push(("dead-letter-reason", Text::Static(code.as_str())));
         let record = OutRecord {
-            topic: self.kafka.dead_letter_topic.clone(),
+            topic: Text::copied(&self.kafka.dead_letter_topic),
             key: message_id.to_owned(),
             payload: envelope.to_string().into_bytes().into(),
             headers,

@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::{Admission, ContractViolation, Refusal, Route, warning_text};
 use crate::code::Code;
 use crate::config::UnknownEvents;
+use crate::sink::Text;
 
 /// The domain a source must list to send `identify`, `group` and `alias`
 /// calls: they merge and rename users, so not every write key may.
@@ -20,11 +21,11 @@ impl Admission<'_> {
         let kind = event.get("type").and_then(Value::as_str).unwrap_or_default();
         let name = match kind {
             "track" => match event.get("event").and_then(Value::as_str) {
-                Some(name) if !name.is_empty() => name.to_owned(),
+                Some(name) if !name.is_empty() => name,
                 _ => return Err(Refusal::dead(Code::MissingEventName, "a track call needs an `event` name".into())),
             },
-            "page" => "Page Viewed".to_owned(),
-            "screen" => "Screen Viewed".to_owned(),
+            "page" => "Page Viewed",
+            "screen" => "Screen Viewed",
             "identify" | "group" | "alias" => return self.identity_route(kind, event),
             "" => return Err(Refusal::Reject(Code::InvalidType, "the event has no `type`".into())),
             other => {
@@ -32,8 +33,8 @@ impl Admission<'_> {
                 return Err(Refusal::Reject(Code::InvalidType, message));
             }
         };
-        let Some(event_type) = self.catalog.event(&name) else {
-            return self.unknown_event(&name, event);
+        let Some(event_type) = self.catalog.event(name) else {
+            return self.unknown_event(name, event);
         };
         if !self.source.domains.contains(&event_type.domain) {
             let message = format!("source `{}` may not send `{name}` (domain `{}`)", self.source.id, event_type.domain);
@@ -50,14 +51,13 @@ impl Admission<'_> {
                 }
             },
         };
-        let schema_name = format!("{}/{}", event_type.domain, event_type.schema);
         let rollout = event_type.rollout();
-        let broken = || Some(ContractViolation { schema: schema_name.clone(), rollout });
+        let broken = || Some(ContractViolation { schema: event_type.contract.to_string(), rollout });
         let checked = event_type.check_rollout(event, pinned).map_err(|v| {
             if matches!(v, Violation::Schema(_)) {
                 *violation = broken();
             }
-            refusal(&name, v)
+            refusal(name, v)
         })?;
         let warning = if checked.waived.is_empty() {
             None
@@ -66,11 +66,11 @@ impl Admission<'_> {
             (rollout == Rollout::Warn).then(|| warning_text(&checked.waived))
         };
         Ok(Route {
-            topic: event_type.topic.clone(),
+            topic: Text::from(&event_type.topic),
             key: checked.key,
-            schema: schema_name,
-            version: checked.schema.version.to_string(),
-            name,
+            schema: Text::from(&event_type.contract),
+            version: Text::from(&checked.schema.version_text),
+            name: Text::from(&event_type.name),
             warning,
         })
     }
@@ -81,11 +81,11 @@ impl Admission<'_> {
             UnknownEvents::Reject => Err(Refusal::Reject(Code::UnknownEvent, message)),
             UnknownEvents::DeadLetter => Err(Refusal::dead(Code::UnknownEvent, message)),
             UnknownEvents::Pass => Ok(Route {
-                topic: self.kafka.unclassified_topic.clone(),
+                topic: Text::copied(&self.kafka.unclassified_topic),
                 key: user_key(event)?,
-                schema: "unclassified".into(),
-                version: "0".into(),
-                name: name.to_owned(),
+                schema: Text::Static("unclassified"),
+                version: Text::Static("0"),
+                name: Text::copied(name),
                 warning: None,
             }),
         }
@@ -118,12 +118,17 @@ impl Admission<'_> {
         if kind == "alias" {
             self.check_vouched(event)?;
         }
+        let (name, schema) = match kind {
+            "group" => ("group", "identity/group"),
+            "alias" => ("alias", "identity/alias"),
+            _ => ("identify", "identity/identify"),
+        };
         Ok(Route {
-            topic: self.kafka.identity_topic.clone(),
+            topic: Text::copied(&self.kafka.identity_topic),
             key: user_key(event)?,
-            schema: format!("identity/{kind}"),
-            version: "1".into(),
-            name: kind.to_owned(),
+            schema: Text::Static(schema),
+            version: Text::Static("1"),
+            name: Text::Static(name),
             warning: None,
         })
     }

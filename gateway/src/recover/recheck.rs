@@ -105,7 +105,7 @@ impl Checker {
         }
         match admission.admit(event).verdict {
             Verdict::Accept(mut record) => {
-                record.headers.push((RECOVERED_FROM, position(self.config(), letter)));
+                record.headers.push((RECOVERED_FROM, position(self.config(), letter).into()));
                 Recheck::Pass(record)
             }
             Verdict::DeadLetter { code, message, errors, .. } if !errors.is_empty() => {
@@ -137,7 +137,7 @@ impl Checker {
             source,
             kafka: &state.config.kafka,
             received_at,
-            received_at_text: envelope.received_at.clone(),
+            received_at_text: envelope.received_at.as_str().into(),
             sent_at: None,
             auth_method,
             protocol: protocol(letter.header("protocol")),

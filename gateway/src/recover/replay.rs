@@ -114,7 +114,7 @@ pub fn replay(
             }
         }
     }
-    let topics: BTreeSet<String> = passing.iter().map(|(_, _, r)| r.topic.clone()).collect();
+    let topics: BTreeSet<String> = passing.iter().map(|(_, _, r)| r.topic.to_string()).collect();
     if !dry_run {
         settle(&kafka, &topics)?;
     }
@@ -129,7 +129,7 @@ pub fn replay(
             continue;
         }
         if dry_run {
-            let version = record.headers.iter().find(|(k, _)| *k == "schema-version").map_or("?", |(_, v)| v);
+            let version = record.headers.iter().find(|(k, _)| *k == "schema-version").map_or("?", |(_, v)| v.as_str());
             println!(
                 "would recover {at} messageId={} event={:?} -> {} (was {}; now passes version {version})",
                 envelope.message_id,
@@ -182,7 +182,7 @@ fn produce(
             for (key, value) in &record.headers {
                 headers = headers.insert(Header { key, value: Some(value.as_str()) });
             }
-            let out = FutureRecord::to(&record.topic)
+            let out = FutureRecord::to(record.topic.as_str())
                 .key(&record.key)
                 .payload(&record.payload[..])
                 .headers(headers)

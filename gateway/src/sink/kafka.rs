@@ -435,7 +435,9 @@ impl KafkaSink {
     /// records (the spool appends them when Kafka does not answer in time)
     /// keeps them without copying them first.
     pub fn send_borrowed(&self, records: &[OutRecord]) -> BoxFuture<'static, Vec<Result<Delivered, SinkError>>> {
-        self.send_each(records, |r| (&r.topic, &r.key, &r.payload[..], r.headers.iter().map(|(k, v)| (*k, v.as_str()))))
+        self.send_each(records, |r| {
+            (r.topic.as_str(), &r.key, &r.payload[..], r.headers.iter().map(|(k, v)| (*k, v.as_str())))
+        })
     }
 }
 

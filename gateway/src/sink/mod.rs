@@ -13,6 +13,7 @@ use std::time::Duration;
 use actix_web::web::Bytes;
 use futures::future::{BoxFuture, FutureExt};
 
+pub use crate::text::Text;
 pub use kafka::{KafkaSink, producer_config};
 pub use kafka_probe::{PROBE_INTERVAL, PROBE_TIMEOUT, ProbeCounts};
 pub use memory::MemorySink;
@@ -22,7 +23,7 @@ pub use spool::{SpoolSink, SpoolStatus};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutRecord {
     /// Destination topic.
-    pub topic: String,
+    pub topic: Text,
     /// Partition key; equal keys land on one partition, in order.
     pub key: String,
     /// The enriched event (or dead-letter envelope) as JSON; shared, not
@@ -30,7 +31,7 @@ pub struct OutRecord {
     /// flight, the live view).
     pub payload: Bytes,
     /// Metadata consumers can read without parsing the payload.
-    pub headers: Vec<(&'static str, String)>,
+    pub headers: Vec<(&'static str, Text)>,
 }
 
 /// Where a record was stored.

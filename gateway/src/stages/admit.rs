@@ -33,7 +33,7 @@ pub fn admission<'a>(
         source,
         kafka: &state.config.kafka,
         received_at,
-        received_at_text: pipeline::format_time(received_at),
+        received_at_text: pipeline::format_time(received_at).into(),
         sent_at,
         auth_method: principal.method,
         protocol: crate::wire::SEGMENT,

@@ -145,20 +145,20 @@ fn outcome(index: usize, planned: Planned, fate: Fate) -> EventOutcome {
             tell(EventStatus::Rejected, Code::EventTooLarge, "the event is larger than Kafka accepts".into());
         }
         (Verdict::Accept(record), Fate::Stored(Stored::Kafka(_)) | Fate::NotProduced) => {
-            outcome.topic = Some(record.topic);
+            outcome.topic = Some(record.topic.into());
         }
         (Verdict::Accept(record), Fate::Stored(Stored::Spooled)) => {
             outcome.status = EventStatus::Spooled;
-            outcome.topic = Some(record.topic);
+            outcome.topic = Some(record.topic.into());
         }
         (Verdict::Accept(record), Fate::Stored(Stored::Duplicate)) => {
             let message = "an event with this `messageId` from this source was already stored: not stored again";
             tell(EventStatus::Duplicate, Code::DuplicateMessageId, message.into());
-            outcome.topic = Some(record.topic);
+            outcome.topic = Some(record.topic.into());
         }
         (Verdict::DeadLetter { record, code, message, errors }, _) => {
             tell(EventStatus::Invalid, code, message);
-            outcome.topic = Some(record.topic);
+            outcome.topic = Some(record.topic.into());
             outcome.errors = errors;
         }
         (Verdict::Reject { code, message }, _) => {

@@ -42,7 +42,7 @@ async fn a_mixed_batch_is_answered_as_before() {
     let principal = authenticate::principal(&request, &req, Some("demo-write-key")).expect("principal");
     let answer = ingest(&request, &principal, mixed()).await.expect("ingested");
     assert_eq!(serde_json::to_string(&answer).expect("serialises"), MIXED_ANSWER);
-    let topics: Vec<String> = sink.records().into_iter().map(|r| r.topic).collect();
+    let topics: Vec<String> = sink.records().into_iter().map(|r| r.topic.to_string()).collect();
     assert_eq!(topics, ["billing.payments", "eventgw.dead-letter"], "the duplicate and the rejected are not produced");
     let counted = |status, topic| state.metrics.events.with_label_values(&["batch", status, topic]).get();
     assert_eq!(counted("accepted", "billing.payments"), 1);

@@ -2,11 +2,11 @@
 //! the whole request with the code clients retry on.
 
 use super::*;
-use crate::sink::{Delivered, MemorySink};
+use crate::sink::{Delivered, MemorySink, Text};
 
 fn accepted(topic: &str) -> Planned {
     let record =
-        OutRecord { topic: topic.into(), key: "k".into(), payload: b"{}".to_vec().into(), headers: Vec::new() };
+        OutRecord { topic: Text::copied(topic), key: "k".into(), payload: b"{}".to_vec().into(), headers: Vec::new() };
     Planned { message_id: Some("m".into()), verdict: Verdict::Accept(record), violation: None, shown: None }
 }
 
@@ -30,7 +30,7 @@ async fn only_produced_events_reach_the_sink_and_payloads_move() {
     let fates: Vec<&Fate> = produced.iter().map(|p| &p.fate).collect();
     let kafka = |offset| Fate::Stored(Stored::Kafka(Delivered { partition: 0, offset }));
     assert_eq!(fates, [&kafka(0), &Fate::NotProduced, &kafka(1)], "each event with its own fate, offsets kept");
-    let topics: Vec<String> = sink.records().into_iter().map(|r| r.topic).collect();
+    let topics: Vec<String> = sink.records().into_iter().map(|r| r.topic.to_string()).collect();
     assert_eq!(topics, ["web.tracking", "crm.leads"]);
     let Verdict::Accept(left) = &produced[0].planned.verdict else { panic!("accepted") };
     assert!(left.payload.is_empty() && left.topic == "web.tracking", "only the topic stays behind");

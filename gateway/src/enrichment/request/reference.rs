@@ -8,6 +8,7 @@ use std::net::IpAddr;
 use serde_json::{Map, Value};
 
 use super::{BotPolicy, EdgeRequest, Marks, bump};
+use crate::sink::Text;
 
 impl EdgeRequest<'_> {
     /// [`EdgeRequest::finish`] on the map alone.
@@ -19,7 +20,7 @@ impl EdgeRequest<'_> {
     ) -> Marks {
         let mut marks = Marks::default();
         if let Some(warning) = consent_warning {
-            marks.headers.push(("consent-warning", warning));
+            marks.headers.push(("consent-warning", warning.into()));
         }
         if let Some(Value::Object(context)) = event.get_mut("context") {
             self.client_context_reference(context, &mut marks);
@@ -40,10 +41,10 @@ impl EdgeRequest<'_> {
             }
             if let (Some(bot), true) = (&profile.bot, enrichment.bots != BotPolicy::Off) {
                 context.insert("bot".into(), serde_json::json!({"name": bot.name, "category": bot.category}));
-                marks.headers.push(("bot", bot.name.to_owned()));
+                marks.headers.push(("bot", Text::Static(bot.name)));
                 bump(&mut self.counts.borrow_mut().bots, bot.name);
                 if enrichment.bots == BotPolicy::Route {
-                    marks.topic.clone_from(&enrichment.bot_topic);
+                    marks.topic = enrichment.bot_topic.as_deref().map(Text::copied);
                 }
             }
         }

@@ -64,7 +64,7 @@ mod tests {
                 topic: "web.tracking".into(),
                 key: format!("user-{seq}"),
                 payload: vec![b'a' + (seq % 26) as u8; size].into(),
-                headers: vec![("event-id", format!("id-{seq}"))],
+                headers: vec![("event-id", format!("id-{seq}").into())],
             };
             let mut body = Vec::new();
             encode_body(&record, &mut body);

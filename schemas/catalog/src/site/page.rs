@@ -69,7 +69,7 @@ fn domain_section(html: &mut String, domain: &Domain, events: &[&EventType], roo
         file = esc(&file),
     );
     for event in events.iter().filter(|e| e.domain == domain.name) {
-        event_article(html, event, &mappings::event_term(mapped.get(&event.name)));
+        event_article(html, event, &mappings::event_term(mapped.get(&*event.name)));
     }
     html.push_str("</section>\n");
 }
