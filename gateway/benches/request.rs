@@ -214,7 +214,7 @@ fn main() {
             println!(
                 "{what}, in process (our own work): CPU {cpu:.2} µs ({cpu_lo:.2}-{cpu_hi:.2}), \
                  wall {wall:.2} µs ({wall_lo:.2}-{wall_hi:.2}), {made:.1} allocations; \
-                 medians of {runs} runs of {requests} requests"
+                 medians of {runs} runs of {requests} requests of {events} events"
             );
             data.live.close();
             for viewer in watching {

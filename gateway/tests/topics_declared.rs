@@ -80,9 +80,9 @@ async fn gateway_topics_creates_what_the_catalog_tool_declares() {
     }
     let id = uuid::Uuid::new_v4().simple().to_string()[..10].to_owned();
     let mut config = common::config(&common::brokers());
-    config.kafka.dead_letter_topic = format!("topics-test.{id}.dlq");
-    config.kafka.identity_topic = format!("topics-test.{id}.identity");
-    config.kafka.unclassified_topic = format!("topics-test.{id}.unclassified");
+    config.kafka.dead_letter_topic = format!("topics-test.{id}.dlq").into();
+    config.kafka.identity_topic = format!("topics-test.{id}.identity").into();
+    config.kafka.unclassified_topic = format!("topics-test.{id}.unclassified").into();
     config.privacy.suppression_topic = Some(format!("topics-test.{id}.suppressions"));
     let catalog = load_catalog(&config.catalog.dir).expect("catalog");
 

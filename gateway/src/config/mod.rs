@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::Deserialize;
 
@@ -258,12 +259,14 @@ pub struct CatalogConfig {
 pub struct KafkaConfig {
     /// Bootstrap brokers, comma separated.
     pub brokers: String,
-    /// Where events that break their contract go, with the reason.
-    pub dead_letter_topic: String,
+    /// Where events that break their contract go, with the reason. The
+    /// three topics are `Arc<str>` because each of their records names
+    /// its topic: a count on this text, not a copy.
+    pub dead_letter_topic: Arc<str>,
     /// Where `identify`, `group` and `alias` calls go.
-    pub identity_topic: String,
+    pub identity_topic: Arc<str>,
     /// Where events unknown to the catalog go, for sources whose policy is `pass`.
-    pub unclassified_topic: String,
+    pub unclassified_topic: Arc<str>,
     /// `lz4`, `zstd`, `gzip`, `snappy` or `none`.
     #[serde(default = "default_compression")]
     pub compression: String,

@@ -92,7 +92,7 @@ impl Admission<'_> {
         let mut headers = self.headers(message_id, None);
         headers.push(("dead-letter-reason", Text::Static(code.as_str())));
         let record = OutRecord {
-            topic: Text::copied(&self.kafka.dead_letter_topic),
+            topic: Text::from(&self.kafka.dead_letter_topic),
             key: message_id.to_owned(),
             payload: envelope.to_string().into_bytes().into(),
             headers,

@@ -81,7 +81,7 @@ impl Admission<'_> {
             UnknownEvents::Reject => Err(Refusal::Reject(Code::UnknownEvent, message)),
             UnknownEvents::DeadLetter => Err(Refusal::dead(Code::UnknownEvent, message)),
             UnknownEvents::Pass => Ok(Route {
-                topic: Text::copied(&self.kafka.unclassified_topic),
+                topic: Text::from(&self.kafka.unclassified_topic),
                 key: user_key(event)?,
                 schema: Text::Static("unclassified"),
                 version: Text::Static("0"),
@@ -124,7 +124,7 @@ impl Admission<'_> {
             _ => ("identify", "identity/identify"),
         };
         Ok(Route {
-            topic: Text::copied(&self.kafka.identity_topic),
+            topic: Text::from(&self.kafka.identity_topic),
             key: user_key(event)?,
             schema: Text::Static(schema),
             version: Text::Static("1"),

@@ -54,7 +54,7 @@ async fn an_undecodable_event_is_dead_lettered_as_sent_without_being_validated()
             (*code, message.as_str()),
             (Code::UndecodableEvent, format!("`data[{index}].cx` is not base64").as_str())
         );
-        assert_eq!(record.topic, state.config.kafka.dead_letter_topic);
+        assert_eq!(record.topic, *state.config.kafka.dead_letter_topic);
         let letter: serde_json::Value = serde_json::from_slice(&record.payload).expect("JSON");
         assert_eq!(
             (&letter["reason"], &letter["event"]),
