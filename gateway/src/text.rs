@@ -1,9 +1,7 @@
 //! [`Text`]: a record's topic and header values, shared rather than copied.
 //! A leaf: it uses nothing of the crate.
 
-use std::borrow::Borrow;
 use std::fmt;
-use std::hash::{Hash, Hasher};
 use std::ops::Deref;
 use std::sync::Arc;
 
@@ -41,18 +39,6 @@ impl Deref for Text {
     type Target = str;
 
     fn deref(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl AsRef<str> for Text {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl Borrow<str> for Text {
-    fn borrow(&self) -> &str {
         self.as_str()
     }
 }
@@ -108,18 +94,6 @@ impl PartialEq<str> for Text {
 impl PartialEq<&str> for Text {
     fn eq(&self, other: &&str) -> bool {
         self.as_str() == *other
-    }
-}
-
-impl PartialEq<String> for Text {
-    fn eq(&self, other: &String) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl Hash for Text {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.as_str().hash(state);
     }
 }
 

@@ -67,7 +67,7 @@ impl Checker {
 
     /// Every event name the catalog knows, sorted by domain then name, as a JSON array.
     pub fn events(&self) -> String {
-        let names: Vec<&str> = self.catalog.events().iter().map(|e| e.name.as_str()).collect();
+        let names: Vec<&str> = self.catalog.events().iter().map(|e| &*e.name).collect();
         serde_json::to_string(&names).unwrap_or_else(|_| "[]".to_owned())
     }
 }
@@ -103,7 +103,7 @@ pub fn check_event(catalog: &Catalog, event: &Value) -> Outcome {
         event: Some(name),
         schema: Some(format!("{}/{}", event_type.domain, event_type.schema)),
         version: Some(pinned.unwrap_or(event_type.latest().version)),
-        topic: Some(event_type.topic.clone()),
+        topic: Some(event_type.topic.to_string()),
         key: None,
         rollout: Some(event_type.rollout().as_str().to_owned()),
         errors: Vec::new(),
