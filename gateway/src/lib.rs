@@ -11,6 +11,7 @@ pub mod api;
 pub mod auth;
 pub mod catalog_page;
 pub mod code;
+pub mod compact;
 pub mod config;
 pub mod cors;
 pub mod dedupe;

@@ -13,9 +13,10 @@ use std::borrow::Cow;
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+
+use crate::compact;
 
 /// A value enrichment puts in `context`.
 #[derive(Debug, Clone)]
@@ -46,12 +47,13 @@ impl Fragment<'_> {
     }
 }
 
-impl Serialize for Fragment<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+impl Fragment<'_> {
+    /// Appends the fragment as JSON: a string escaped, JSON as it is.
+    fn write(&self, out: &mut Vec<u8>) {
         match self {
-            Self::Text(text) => serializer.serialize_str(text),
-            Self::Json(raw) => raw.serialize(serializer),
-            Self::Shared(raw) => raw.serialize(serializer),
+            Self::Text(text) => compact::write_str(out, text),
+            Self::Json(raw) => out.extend_from_slice(raw.get().as_bytes()),
+            Self::Shared(raw) => out.extend_from_slice(raw.get().as_bytes()),
         }
     }
 }
@@ -242,55 +244,57 @@ impl<'r> ContextSplice<'r> {
         self.added.clear();
     }
 
-    /// The record text of `event`, whose `context` this splice belongs to.
+    /// The record text of `event`, whose `context` this splice belongs to:
+    /// compact JSON, as serde_json would write the map with the splice's
+    /// entries inserted and removed.
     pub fn write(&self, event: &Map<String, Value>, capacity: usize) -> Vec<u8> {
         let mut out = Vec::with_capacity(capacity);
-        // Writing JSON into a vector cannot fail: keys are strings.
-        let _ = serde_json::to_writer(&mut out, &Spliced { event, splice: self });
+        out.push(b'{');
+        for (i, (key, value)) in event.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            compact::write_str(&mut out, key);
+            out.push(b':');
+            match value {
+                Value::Object(context) if key == "context" => self.write_context(&mut out, context),
+                _ => compact::write_value(&mut out, value),
+            }
+        }
+        out.push(b'}');
         out
     }
-}
 
-/// An event with its context's splice, serialised as one.
-struct Spliced<'a, 'r> {
-    event: &'a Map<String, Value>,
-    splice: &'a ContextSplice<'r>,
-}
-
-impl Serialize for Spliced<'_, '_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(self.event.len()))?;
-        for (key, value) in self.event {
-            match value {
-                Value::Object(context) if key == "context" => {
-                    map.serialize_entry(key, &Context { context, splice: self.splice })?;
+    /// `context` as enrichment left it: the client's entries in their
+    /// places (or what replaced them), then the added ones.
+    fn write_context(&self, out: &mut Vec<u8>, context: &Map<String, Value>) {
+        out.push(b'{');
+        let mut first = true;
+        let mut key_of = |out: &mut Vec<u8>, key: &str| {
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            compact::write_str(out, key);
+            out.push(b':');
+        };
+        for (key, value) in context {
+            match self.replaced.iter().find(|(at, _)| at == key) {
+                Some((_, entry)) => {
+                    key_of(out, entry.key);
+                    entry.value.write(out);
                 }
-                _ => map.serialize_entry(key, value)?,
+                None => {
+                    key_of(out, key);
+                    compact::write_value(out, value);
+                }
             }
         }
-        map.end()
-    }
-}
-
-/// `context` as enrichment left it.
-struct Context<'a, 'r> {
-    context: &'a Map<String, Value>,
-    splice: &'a ContextSplice<'r>,
-}
-
-impl Serialize for Context<'_, '_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        for (key, value) in self.context {
-            match self.splice.replaced.iter().find(|(at, _)| at == key) {
-                Some((_, entry)) => map.serialize_entry(entry.key, &entry.value)?,
-                None => map.serialize_entry(key, value)?,
-            }
+        for entry in self.added.iter() {
+            key_of(out, entry.key);
+            entry.value.write(out);
         }
-        for entry in self.splice.added.iter() {
-            map.serialize_entry(entry.key, &entry.value)?;
-        }
-        map.end()
+        out.push(b'}');
     }
 }
 

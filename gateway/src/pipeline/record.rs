@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use super::clock::CORRECTION_HEADER;
 use super::{Admission, MAX_WARNING_BYTES, Planned, Route, Verdict};
 use crate::code::Code;
+use crate::compact;
 use crate::sink::{OutRecord, Text};
 
 impl Admission<'_> {
@@ -58,7 +59,7 @@ impl Admission<'_> {
     /// it is over `limits.max_event_bytes` as every event is checked.
     pub(super) fn undecodable(&self, original: &Value, reason: String) -> Planned {
         let message_id = uuid::Uuid::now_v7().to_string();
-        let size = compact_size(original);
+        let size = compact::value_len(original);
         let verdict = if size > self.max_event_bytes {
             let message = format!("the event is {size} bytes; at most {} are accepted", self.max_event_bytes);
             Verdict::Reject { code: Code::EventTooLarge, message: format!("{message} (and unreadable: {reason})") }
@@ -113,23 +114,4 @@ pub(super) fn warning_text(waived: &[SchemaViolation]) -> String {
         text.truncate(cut);
     }
     text
-}
-
-/// Length of `event` as compact JSON, counted without building the text.
-pub(super) fn compact_size<T: serde::Serialize + ?Sized>(event: &T) -> usize {
-    struct Counter(usize);
-    impl std::io::Write for Counter {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut counter = Counter(0);
-    match serde_json::to_writer(&mut counter, event) {
-        Ok(()) => counter.0,
-        Err(_) => usize::MAX,
-    }
 }

@@ -7,8 +7,8 @@ use serde_json::{Map, Value};
 
 use super::Admission;
 use super::envelope::check_message_id;
-use super::record::compact_size;
 use crate::code::Code;
+use crate::compact;
 
 /// A refused event: its `messageId` if known, the code and the reason.
 pub(super) type Refused = (Option<String>, Code, String);
@@ -19,7 +19,7 @@ impl Admission<'_> {
         let Value::Object(mut event) = event else {
             return Err((None, Code::EventNotObject, "each event in `batch` must be a JSON object".into()));
         };
-        let size = compact_size(&event);
+        let size = compact::object_len(&event);
         if size > self.max_event_bytes {
             let id = event.get("messageId").and_then(Value::as_str).map(str::to_owned);
             let message = format!("the event is {size} bytes; at most {} are accepted", self.max_event_bytes);

@@ -1,0 +1,262 @@
+//! Compact JSON text of `serde_json` values, byte for byte what
+//! `serde_json::to_writer` gives, written and counted without its
+//! serializer: every record is written once and every event counted once,
+//! and `serde_json` escapes strings one byte at a time through a
+//! `Serializer` and an `io::Write` per piece. Here a string's bytes are
+//! checked eight at a time and copied in runs, which is most of the
+//! difference (a record is mostly strings that need no escape).
+
+use serde_json::{Map, Number, Value};
+
+/// Appends `value` as compact JSON.
+pub fn write_value(out: &mut Vec<u8>, value: &Value) {
+    match value {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Number(number) => write_number(out, number),
+        Value::String(text) => write_str(out, text),
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_value(out, item);
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => write_object(out, map),
+    }
+}
+
+/// Appends `map` as a compact JSON object.
+pub fn write_object(out: &mut Vec<u8>, map: &Map<String, Value>) {
+    out.push(b'{');
+    for (i, (key, value)) in map.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_str(out, key);
+        out.push(b':');
+        write_value(out, value);
+    }
+    out.push(b'}');
+}
+
+/// Appends `text` as a JSON string, quoted and escaped.
+pub fn write_str(out: &mut Vec<u8>, text: &str) {
+    let bytes = text.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let mut run = 0;
+    let mut at = 0;
+    while at < bytes.len() {
+        at = plain_until(bytes, at);
+        let Some(&byte) = bytes.get(at) else { break };
+        out.extend_from_slice(&bytes[run..at]);
+        push_escape(out, byte);
+        at += 1;
+        run = at;
+    }
+    out.extend_from_slice(&bytes[run..]);
+    out.push(b'"');
+}
+
+/// Length of `value` as compact JSON.
+pub fn value_len(value: &Value) -> usize {
+    match value {
+        Value::Null | Value::Bool(true) => 4,
+        Value::Bool(false) => 5,
+        Value::Number(number) => number_len(number),
+        Value::String(text) => str_len(text),
+        // Brackets, and a comma between items.
+        Value::Array(items) => 2 + items.len().saturating_sub(1) + items.iter().map(value_len).sum::<usize>(),
+        Value::Object(map) => object_len(map),
+    }
+}
+
+/// Length of `map` as a compact JSON object.
+pub fn object_len(map: &Map<String, Value>) -> usize {
+    // Braces, a comma between entries and a colon in each.
+    let punctuation = 2 + map.len().saturating_sub(1) + map.len();
+    punctuation + map.iter().map(|(key, value)| str_len(key) + value_len(value)).sum::<usize>()
+}
+
+/// Length of `text` as a JSON string, quotes and escapes included.
+pub fn str_len(text: &str) -> usize {
+    let bytes = text.as_bytes();
+    let mut len = bytes.len() + 2;
+    let mut at = 0;
+    while at < bytes.len() {
+        at = plain_until(bytes, at);
+        let Some(&byte) = bytes.get(at) else { break };
+        len += escape_of(byte).len() - 1;
+        at += 1;
+    }
+    len
+}
+
+/// A number as serde_json writes it (integers in decimal, floats in its
+/// shortest form, a non-finite one as `null`): numbers are few in events,
+/// and this keeps their text serde_json's by construction.
+fn write_number(out: &mut Vec<u8>, number: &Number) {
+    // Writing into a vector cannot fail.
+    let _ = serde_json::to_writer(out, number);
+}
+
+fn number_len(number: &Number) -> usize {
+    let mut text = Vec::with_capacity(24);
+    write_number(&mut text, number);
+    text.len()
+}
+
+/// The first byte at or after `at` that a JSON string must escape (a
+/// control character, `"` or `\`), or `bytes.len()`.
+fn plain_until(bytes: &[u8], mut at: usize) -> usize {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    const SPACES: u64 = u64::from_ne_bytes([0x20; 8]);
+    const QUOTES: u64 = u64::from_ne_bytes([b'"'; 8]);
+    const BACKSLASHES: u64 = u64::from_ne_bytes([b'\\'; 8]);
+    // Whether a byte of `word` is zero (exact as to whether, not which).
+    let has_zero = |word: u64| word.wrapping_sub(ONES) & !word & HIGHS != 0;
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let mut eight = [0; 8];
+        eight.copy_from_slice(chunk);
+        let word = u64::from_ne_bytes(eight);
+        // A byte below 0x20 (bytes of 0x80 and above have the high bit set
+        // in `word`, so `!word` clears them), a quote or a backslash.
+        let control = word.wrapping_sub(SPACES) & !word & HIGHS != 0;
+        if control || has_zero(word ^ QUOTES) || has_zero(word ^ BACKSLASHES) {
+            break;
+        }
+        at += 8;
+    }
+    while let Some(&byte) = bytes.get(at) {
+        if byte < 0x20 || byte == b'"' || byte == b'\\' {
+            return at;
+        }
+        at += 1;
+    }
+    at
+}
+
+/// How serde_json escapes `byte` (one that [`plain_until`] stops at).
+fn escape_of(byte: u8) -> &'static [u8] {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    // Every control character as `\u00XX`, built once.
+    const CONTROLS: [[u8; 6]; 32] = {
+        let mut all = [[0; 6]; 32];
+        let mut byte = 0;
+        while byte < 32 {
+            all[byte] = [b'\\', b'u', b'0', b'0', HEX[byte >> 4], HEX[byte & 0xF]];
+            byte += 1;
+        }
+        all
+    };
+    match byte {
+        b'"' => b"\\\"",
+        b'\\' => b"\\\\",
+        0x08 => b"\\b",
+        b'\t' => b"\\t",
+        b'\n' => b"\\n",
+        0x0C => b"\\f",
+        b'\r' => b"\\r",
+        _ => CONTROLS.get(usize::from(byte)).map_or(b"", |escape| escape.as_slice()),
+    }
+}
+
+fn push_escape(out: &mut Vec<u8>, byte: u8) {
+    out.extend_from_slice(escape_of(byte));
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::*;
+
+    /// What serde_json writes for `value`, the text these functions must match.
+    fn reference(value: &Value) -> Vec<u8> {
+        serde_json::to_vec(value).expect("a Value serialises")
+    }
+
+    fn written(value: &Value) -> Vec<u8> {
+        let mut out = Vec::new();
+        write_value(&mut out, value);
+        out
+    }
+
+    #[test]
+    fn every_escape_and_number_is_written_as_serde_json_writes_it() {
+        // Every byte below 0x20, the two that are always escaped, text that
+        // needs none, escapes at each place of an eight-byte word, and
+        // characters of two to four bytes.
+        let controls: String = (0u8..0x20).map(char::from).collect();
+        let placed: Vec<Value> =
+            (0..17).map(|at| Value::String(format!("{}\"{}\\", "a".repeat(at), "é".repeat(at % 5)))).collect();
+        let value = json!({
+            "controls": controls,
+            "quote\"and\\backslash": "a\"b\\c/d\u{7f}",
+            "plain": "a page view from the pricing page, nothing to escape here",
+            "wide": "naïve 日本 🎉 \u{2028}",
+            "placed": placed,
+            "numbers": [0, 1, -1, u64::MAX, i64::MIN, 1.0, -0.0, 0.1, 1e20, 1e-7, 123456.789, f64::MAX, f64::MIN_POSITIVE],
+            "empty": {"array": [], "object": {}, "text": ""},
+            "literals": [null, true, false],
+        });
+        assert_eq!(String::from_utf8(written(&value)).expect("utf-8"), value.to_string());
+        assert_eq!(value_len(&value), reference(&value).len());
+        for text in ["", "\"", "\\", "\u{1f}", "12345678\n", "1234567\t8"] {
+            let mut out = Vec::new();
+            write_str(&mut out, text);
+            assert_eq!(out, reference(&json!(text)), "{text:?}");
+            assert_eq!(str_len(text), out.len(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn an_object_alone_is_written_and_counted_as_its_value() {
+        let Value::Object(map) = json!({"type": "track", "event": "Signed Up", "properties": {"plan": "pro"}}) else {
+            unreachable!("an object literal")
+        };
+        let mut out = Vec::new();
+        write_object(&mut out, &map);
+        assert_eq!(out, serde_json::to_vec(&map).expect("a map serialises"));
+        assert_eq!(object_len(&map), out.len());
+    }
+
+    /// Any JSON value, with text of any characters (controls, quotes and
+    /// backslashes among them) and numbers of every kind.
+    fn any_json() -> impl Strategy<Value = Value> {
+        let text = prop_oneof![".{0,40}", "[\\x00-\\x1f\"\\\\a-z]{0,20}", any::<String>()];
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            text.clone().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::vec((text.clone(), inner), 0..6)
+                    .prop_map(|entries| Value::Object(entries.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn any_value_is_written_and_counted_byte_for_byte_as_serde_json(value in any_json()) {
+            let expected = reference(&value);
+            prop_assert_eq!(written(&value), expected.clone());
+            prop_assert_eq!(value_len(&value), expected.len());
+        }
+    }
+}
