@@ -32,38 +32,46 @@ const ID_FIELDS: [&str; 4] = ["userId", "anonymousId", "groupId", "previousId"];
 pub type EnvelopeError = (Code, String);
 
 /// Normalises the common fields of `event` in place; only an envelope no SDK
-/// sends (a `context` that is not an object) is an error.
+/// sends (a `context` that is not an object) is an error. One pass over the
+/// event's entries, which keeps their order: no key is looked up.
 pub fn normalize(event: &mut Map<String, Value>) -> Result<(), EnvelopeError> {
-    // A top-level `null` is "no value" in every SDK that sends one; dropping
-    // it lets the schema see the field as absent, as the sender meant.
-    event.retain(|_, value| !value.is_null());
-    for field in ID_FIELDS {
-        match event.get_mut(field) {
-            Some(Value::String(id)) if id.is_empty() => {
-                event.remove(field);
-            }
-            Some(value @ Value::Number(_)) if value.is_i64() || value.is_u64() => {
-                *value = Value::String(value.to_string());
-            }
+    let mut bad_context = false;
+    let mut named = false;
+    let mut page_or_screen = false;
+    event.retain(|key, value| {
+        // A top-level `null` is "no value" in every SDK that sends one;
+        // dropping it lets the schema see the field as absent, as the
+        // sender meant.
+        if value.is_null() {
+            return false;
+        }
+        match key.as_str() {
+            field if ID_FIELDS.contains(&field) => match value {
+                Value::String(id) => return !id.is_empty(),
+                Value::Number(_) if value.is_i64() || value.is_u64() => *value = Value::String(value.to_string()),
+                _ => {}
+            },
+            "context" => bad_context = !value.is_object(),
+            "name" => named = true,
+            "type" => page_or_screen = matches!(value.as_str(), Some("screen" | "page")),
             _ => {}
         }
-    }
-    if let Some(context) = event.get("context")
-        && !context.is_object()
-    {
+        true
+    });
+    if bad_context {
         let message = "`context` must be an object (or absent); the event is kept on the dead-letter topic";
         return Err((Code::InvalidContext, message.into()));
     }
-    name_screen_or_page(event);
+    if page_or_screen && !named {
+        name_screen_or_page(event);
+    }
     Ok(())
 }
 
 /// `page` and `screen` calls carry their name in `name`; RudderStack's
 /// mobile SDKs put it in `event` (and `properties.name`).
+/// Called for those without a `name`.
 fn name_screen_or_page(event: &mut Map<String, Value>) {
-    if event.contains_key("name") || !matches!(event.get("type").and_then(Value::as_str), Some("screen" | "page")) {
-        return;
-    }
     let name = event
         .get("event")
         .and_then(Value::as_str)
