@@ -63,6 +63,21 @@ pub fn write_str(out: &mut Vec<u8>, text: &str) {
     out.push(b'"');
 }
 
+/// Appends `n` in decimal, as JSON writes an unsigned integer.
+pub fn write_uint(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
 /// Length of `value` as compact JSON.
 pub fn value_len(value: &Value) -> usize {
     match value {
@@ -112,8 +127,9 @@ fn number_len(number: &Number) -> usize {
 }
 
 /// The first byte at or after `at` that a JSON string must escape (a
-/// control character, `"` or `\`), or `bytes.len()`.
-fn plain_until(bytes: &[u8], mut at: usize) -> usize {
+/// control character, `"` or `\`), or `bytes.len()`: where a string's
+/// plain run ends, for writing it and for finding its end when reading.
+pub fn plain_until(bytes: &[u8], mut at: usize) -> usize {
     const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
     const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
     const SPACES: u64 = u64::from_ne_bytes([0x20; 8]);
@@ -214,6 +230,15 @@ mod tests {
             write_str(&mut out, text);
             assert_eq!(out, reference(&json!(text)), "{text:?}");
             assert_eq!(str_len(text), out.len(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn unsigned_integers_are_written_in_decimal() {
+        for n in [0, 7, 10, 99, 1_000_000, u64::MAX] {
+            let mut out = Vec::new();
+            write_uint(&mut out, n);
+            assert_eq!(out, n.to_string().into_bytes());
         }
     }
 

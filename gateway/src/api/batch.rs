@@ -23,7 +23,7 @@ pub async fn batch(
     let body = decode::body(&req, payload, &state).await?;
     let batch = decode::batch(body, &state.config.limits)?;
     let principal = authenticate::principal(&request, &req, batch.write_key.as_deref())?;
-    Ok(HttpResponse::Ok().json(ingest(&request, &principal, batch).await?))
+    Ok(ingest(&request, &principal, batch).await?.response())
 }
 
 /// `POST /v1/{track|page|screen|identify|group|alias}` (or `/v1/t`, `/v1/p`,
@@ -40,5 +40,5 @@ pub async fn single(
     let body = decode::body(&req, payload, &state).await?;
     let batch = decode::single(body, kind)?;
     let principal = authenticate::principal(&request, &req, batch.write_key.as_deref())?;
-    Ok(HttpResponse::Ok().json(ingest(&request, &principal, batch).await?))
+    Ok(ingest(&request, &principal, batch).await?.response())
 }

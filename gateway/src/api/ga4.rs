@@ -57,7 +57,7 @@ pub async fn collect(
     if answer.events.iter().all(|e| taken(e.status)) {
         return Ok(HttpResponse::NoContent().finish());
     }
-    Ok(HttpResponse::Ok().json(answer))
+    Ok(answer.response())
 }
 
 /// `POST /debug/mp/collect?…`: what `/mp/collect` would do with the same

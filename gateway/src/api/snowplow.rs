@@ -38,7 +38,7 @@ const NOT_RETRIED: [u16; 5] = [400, 401, 403, 410, 422];
 /// `POST /com.snowplowanalytics.snowplow/tp2`.
 pub async fn tp2(req: HttpRequest, payload: web::Payload, state: web::Data<AppState>) -> HttpResponse {
     match collect(&req, payload, &state).await {
-        Ok(answer) => HttpResponse::Ok().json(answer),
+        Ok(answer) => answer.response(),
         Err(error) => not_retried_forever(&error, error.error_response()),
     }
 }

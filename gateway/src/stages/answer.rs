@@ -2,11 +2,14 @@
 //! with each event's outcome (only once every produced record is stored;
 //! see [`super::produce`]), and the events counted in the metrics.
 
+use actix_web::HttpResponse;
+use actix_web::http::header::ContentType;
 use serde::Serialize;
 
 use super::Request;
 use super::produce::{Fate, ProducedEvent};
 use crate::code::Code;
+use crate::compact;
 pub use crate::outcome::{EventOutcome, EventStatus};
 use crate::pipeline::{Planned, Verdict};
 use crate::sink::Stored;
@@ -36,6 +39,72 @@ pub struct BatchAnswer {
     pub suppressed: usize,
     /// One entry per event, in request order.
     pub events: Vec<EventOutcome>,
+}
+
+impl BatchAnswer {
+    /// The 200 answer: [`Self::to_json`] as `application/json`.
+    pub fn response(&self) -> HttpResponse {
+        HttpResponse::Ok().content_type(ContentType::json()).body(self.to_json())
+    }
+
+    /// The answer's JSON, byte for byte what its `Serialize` writes (a test
+    /// holds the two together), written by hand with [`compact`]: an entry
+    /// per event, and through serde each costs more than the event's own
+    /// record.
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(96 + 112 * self.events.len());
+        let counts = [
+            ("accepted", self.accepted, true),
+            ("invalid", self.invalid, true),
+            ("rejected", self.rejected, true),
+            ("duplicate", self.duplicate, true),
+            ("spooled", self.spooled, false),
+            ("suppressed", self.suppressed, false),
+        ];
+        out.push(b'{');
+        for (name, count, always) in counts {
+            if always || count > 0 {
+                compact::write_str(&mut out, name);
+                out.push(b':');
+                compact::write_uint(&mut out, count as u64);
+                out.push(b',');
+            }
+        }
+        out.extend_from_slice(b"\"events\":[");
+        for (i, event) in self.events.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            write_outcome(&mut out, event);
+        }
+        out.extend_from_slice(b"]}");
+        out
+    }
+}
+
+/// One event's outcome as its `Serialize` writes it.
+fn write_outcome(out: &mut Vec<u8>, event: &EventOutcome) {
+    out.extend_from_slice(b"{\"index\":");
+    compact::write_uint(out, event.index as u64);
+    let text = |out: &mut Vec<u8>, name: &str, value: Option<&str>| {
+        if let Some(value) = value {
+            out.push(b',');
+            compact::write_str(out, name);
+            out.push(b':');
+            compact::write_str(out, value);
+        }
+    };
+    text(out, "messageId", event.message_id.as_deref());
+    text(out, "status", Some(event.status.as_str()));
+    text(out, "topic", event.topic.as_deref());
+    text(out, "code", event.code);
+    text(out, "message", event.message.as_deref());
+    if !event.errors.is_empty() {
+        out.extend_from_slice(b",\"errors\":");
+        // Writing into a vector cannot fail; violations are rare.
+        let _ = serde_json::to_writer(&mut *out, &event.errors);
+    }
+    out.push(b'}');
 }
 
 /// The answer once every record is stored, its events counted in

@@ -1,5 +1,7 @@
 //! Answers read as they always did: statuses and outcomes by name.
 
+use std::sync::Arc;
+
 use super::*;
 
 #[test]
@@ -70,4 +72,60 @@ fn each_event_is_answered_from_its_own_fate() {
 fn a_preview_says_what_would_happen_and_names_no_topic() {
     let answer = preview(vec![accepted("a", Fate::NotProduced).planned]);
     assert_eq!((answer.events[0].status, answer.events[0].topic.as_deref()), (EventStatus::Accepted, None));
+}
+
+#[test]
+fn the_answer_written_by_hand_is_its_serde_text() {
+    let outcome = |index, status, message_id: Option<&str>, topic: Option<&str>| EventOutcome {
+        index,
+        message_id: message_id.map(str::to_owned),
+        status,
+        topic: topic.map(Arc::from),
+        code: None,
+        message: None,
+        errors: Vec::new(),
+    };
+    let mut invalid = outcome(1, EventStatus::Invalid, Some("m-\"2\"\n"), Some("eventgw.dead-letter"));
+    invalid.code = Some("schema_violation");
+    invalid.message = Some("`plan` must be one of \"free\", \"pro\"\t(é)".into());
+    invalid.errors = vec![eventgw_schemas::SchemaViolation {
+        path: "/properties/plan".into(),
+        message: "\"x\" is not one of".into(),
+    }];
+    let mut rejected = outcome(2, EventStatus::Rejected, None, None);
+    rejected.code = Some("invalid_type");
+    rejected.message = Some("the event has no `type`".into());
+    let answers = [
+        BatchAnswer {
+            accepted: 0,
+            invalid: 0,
+            rejected: 0,
+            duplicate: 0,
+            spooled: 0,
+            suppressed: 0,
+            events: Vec::new(),
+        },
+        BatchAnswer {
+            accepted: 1,
+            invalid: 1,
+            rejected: 1,
+            duplicate: 0,
+            spooled: 0,
+            suppressed: 0,
+            events: vec![outcome(0, EventStatus::Accepted, Some("m-1"), Some("web.tracking")), invalid, rejected],
+        },
+        BatchAnswer {
+            accepted: 0,
+            invalid: 0,
+            rejected: 0,
+            duplicate: 12,
+            spooled: 3,
+            suppressed: 1_000_000,
+            events: vec![outcome(10, EventStatus::Spooled, Some("m"), Some("billing.payments"))],
+        },
+    ];
+    for answer in answers {
+        let by_serde = serde_json::to_string(&answer).expect("serialises");
+        assert_eq!(String::from_utf8(answer.to_json()).expect("utf-8"), by_serde);
+    }
 }
