@@ -20,6 +20,7 @@ use super::device::Profile;
 use super::geo::Place;
 use super::splice::{ContextSplice, Fragment};
 use super::{BotPolicy, Edge, SourceEdge};
+use crate::compact;
 use crate::privacy::IpPolicy;
 use crate::privacy::consent::{self, Consent};
 use crate::privacy::personal::PersonalData;
@@ -132,7 +133,7 @@ impl<'a> EdgeRequest<'a> {
         }
         ["userId", "anonymousId"]
             .iter()
-            .any(|f| event.get(*f).and_then(Value::as_str).is_some_and(|id| privacy.is_suppressed(id)))
+            .any(|f| compact::entry(event, f).and_then(Value::as_str).is_some_and(|id| privacy.is_suppressed(id)))
     }
 
     /// Whether the source lets an `alias` under a JWT name any `previousId`.
@@ -149,7 +150,7 @@ impl<'a> EdgeRequest<'a> {
         }
         let Some(event_type) = self.catalog.event(name) else { return Ok(None) };
         let Some(purpose) = event_type.purpose() else { return Ok(None) };
-        let verdict = consent::check(event.get("context"), purpose);
+        let verdict = consent::check(compact::field(event, "context"), purpose);
         if verdict == Consent::Granted {
             return Ok(None);
         }
@@ -181,7 +182,7 @@ impl<'a> EdgeRequest<'a> {
         if let Some(warning) = consent_warning {
             marks.headers.push(("consent-warning", warning.into()));
         }
-        if let Some(Value::Object(context)) = event.get_mut("context") {
+        if let Some(Value::Object(context)) = compact::entry_mut(event, "context") {
             self.client_context(context, splice, &mut marks);
         }
         self.personal_data(name, event, Some(splice));

@@ -155,7 +155,8 @@ impl<'r> ContextSplice<'r> {
     /// Where the client's `key` is: `None` when the client sent none or a
     /// removal put another entry in its place.
     fn client_has(&self, context: &Map<String, Value>, key: &str) -> bool {
-        context.contains_key(key) && !self.replaced.iter().any(|(at, entry)| *at == key && entry.key != key)
+        compact::entry(context, key).is_some()
+            && !self.replaced.iter().any(|(at, entry)| *at == key && entry.key != key)
     }
 
     /// Whether `context` holds `key` now.
@@ -170,7 +171,7 @@ impl<'r> ContextSplice<'r> {
         if let Some(entry) = self.added.iter().chain(self.replaced.iter().map(|(_, e)| e)).find(|e| e.key == key) {
             return entry.value.as_str();
         }
-        if self.client_has(context, key) { context.get(key).and_then(Value::as_str) } else { None }
+        if self.client_has(context, key) { compact::entry(context, key).and_then(Value::as_str) } else { None }
     }
 
     /// `context.insert(key, value)`: in the key's place if present, last otherwise.

@@ -6,6 +6,8 @@
 use chrono::{DateTime, Datelike, SecondsFormat, TimeDelta, Utc};
 use serde_json::Value;
 
+use crate::compact;
+
 /// Largest clock skew corrected: 24 hours. A device clock further off than
 /// that is more likely a bad `sentAt` than a bad clock, and correcting by it
 /// would move events by days (or, unbounded, out of the four-digit years
@@ -45,7 +47,7 @@ pub fn parse_time(text: &str) -> Option<DateTime<Utc>> {
 /// event's error (it is dead-lettered); a `sentAt` that is not one only
 /// stops the correction, whichever level it came from, and is flagged.
 pub fn event_time(event: &Value, batch_sent_at: Option<&str>, received: DateTime<Utc>) -> Result<EventTime, String> {
-    let (field, value) = match (event.get("timestamp"), event.get("originalTimestamp")) {
+    let (field, value) = match (compact::field(event, "timestamp"), compact::field(event, "originalTimestamp")) {
         (Some(value), _) => ("timestamp", value),
         (None, Some(value)) => ("originalTimestamp", value),
         (None, None) => return Ok(EventTime { timestamp: received, flag: None }),
@@ -54,7 +56,7 @@ pub fn event_time(event: &Value, batch_sent_at: Option<&str>, received: DateTime
         .as_str()
         .and_then(parse_time)
         .ok_or_else(|| format!("`{field}` is not an ISO 8601 date-time: {}", abbreviated(value)))?;
-    let sent_at = match event.get("sentAt") {
+    let sent_at = match compact::field(event, "sentAt") {
         Some(Value::String(text)) => Some(parse_time(text)),
         Some(_) => Some(None),
         None => batch_sent_at.map(parse_time),

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use super::Admission;
 use super::clock::{EventTime, format_time};
+use crate::compact;
 use crate::enrichment::request::Marks;
 use crate::enrichment::splice::{ContextSplice, Fragment};
 
@@ -49,7 +50,7 @@ impl Admission<'_> {
     fn enrich<'r>(&'r self, event: &mut Map<String, Value>, time: &EventTime, splice: &mut ContextSplice<'r>) {
         event.insert("receivedAt".into(), Value::String(self.received_at_text.to_string()));
         if let Some(device) = event.remove("timestamp")
-            && !event.contains_key("originalTimestamp")
+            && compact::entry(event, "originalTimestamp").is_none()
         {
             event.insert("originalTimestamp".into(), device);
         }
@@ -62,11 +63,12 @@ impl Admission<'_> {
     /// to both. `context` is an object or absent here (the envelope step
     /// dead-letters any other). Both go into `splice`, not the map.
     fn enrich_context<'r>(&'r self, event: &mut Map<String, Value>, splice: &mut ContextSplice<'r>) {
-        if !event.contains_key("context") {
+        if compact::entry(event, "context").is_none() {
             event.insert("context".into(), Value::Object(Map::new()));
         }
-        let Some(Value::Object(context)) = event.get("context") else { return };
-        let reported = context.get("ip").and_then(Value::as_str).and_then(|s| s.parse::<std::net::IpAddr>().ok());
+        let Some(Value::Object(context)) = compact::entry(event, "context") else { return };
+        let reported =
+            compact::entry(context, "ip").and_then(Value::as_str).and_then(|s| s.parse::<std::net::IpAddr>().ok());
         let ip = match (reported, self.client.ip) {
             (Some(ip), _) => Some(self.clients.reported_ip(ip)),
             (None, own) => own,
@@ -75,7 +77,7 @@ impl Admission<'_> {
             splice.set(context, "ip", self.edge.ip_text(ip));
             splice.ip = Some(ip);
         }
-        if let (None, Some(agent)) = (context.get("userAgent"), &self.client.user_agent) {
+        if let (None, Some(agent)) = (compact::entry(context, "userAgent"), &self.client.user_agent) {
             splice.set(context, "userAgent", Fragment::Text(Cow::Borrowed(agent)));
         }
     }

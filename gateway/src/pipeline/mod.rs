@@ -32,6 +32,7 @@ use self::record::warning_text;
 pub use self::route::IDENTITY_DOMAIN;
 use crate::auth::{AuthMethod, Source};
 use crate::code::Code;
+use crate::compact;
 use crate::config::KafkaConfig;
 use crate::enrichment::client::{Client, ClientResolver};
 use crate::enrichment::request::EdgeRequest;
@@ -310,7 +311,7 @@ impl Admission<'_> {
                 planned.push(self.undecodable(&event, reason));
                 continue;
             }
-            let hash = match event.get("messageId") {
+            let hash = match compact::field(&event, "messageId") {
                 Some(Value::String(id)) if dedupe => {
                     let hash = ids.hash_one(id.as_str());
                     let first = produced.get(&hash).copied();

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::{Admission, ContractViolation, Refusal, Route, warning_text};
 use crate::code::Code;
+use crate::compact::field;
 use crate::config::UnknownEvents;
 use crate::sink::Text;
 
@@ -18,9 +19,9 @@ impl Admission<'_> {
     /// The event's route, or why it has none; `violation` says which
     /// schema it broke, if it broke one (also when the rollout waives it).
     pub(super) fn route(&self, event: &Value, violation: &mut Option<ContractViolation>) -> Result<Route, Refusal> {
-        let kind = event.get("type").and_then(Value::as_str).unwrap_or_default();
+        let kind = field(event, "type").and_then(Value::as_str).unwrap_or_default();
         let name = match kind {
-            "track" => match event.get("event").and_then(Value::as_str) {
+            "track" => match field(event, "event").and_then(Value::as_str) {
                 Some(name) if !name.is_empty() => name,
                 _ => return Err(Refusal::dead(Code::MissingEventName, "a track call needs an `event` name".into())),
             },
@@ -41,7 +42,7 @@ impl Admission<'_> {
             return Err(Refusal::Reject(Code::DomainNotAllowed, message));
         }
         // Not `pointer`: it splits and unescapes the path on every call.
-        let pinned = match event.get("context").and_then(|c| c.get("schemaVersion")) {
+        let pinned = match field(event, "context").and_then(|c| field(c, "schemaVersion")) {
             None | Some(Value::Null) => None,
             Some(v) => match v.as_u64().and_then(|v| u32::try_from(v).ok()) {
                 Some(v) => Some(v),

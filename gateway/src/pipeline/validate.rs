@@ -21,11 +21,11 @@ impl Admission<'_> {
         };
         let size = compact::object_len(&event);
         if size > self.max_event_bytes {
-            let id = event.get("messageId").and_then(Value::as_str).map(str::to_owned);
+            let id = compact::entry(&event, "messageId").and_then(Value::as_str).map(str::to_owned);
             let message = format!("the event is {size} bytes; at most {} are accepted", self.max_event_bytes);
             return Err((id, Code::EventTooLarge, message));
         }
-        let message_id = match event.get("messageId") {
+        let message_id = match compact::entry(&event, "messageId") {
             None | Some(Value::Null) => {
                 let id = uuid::Uuid::now_v7().to_string();
                 event.insert("messageId".into(), Value::String(id.clone()));
