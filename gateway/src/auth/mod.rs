@@ -6,7 +6,6 @@
 mod error;
 pub mod jwks;
 pub mod jwt;
-mod recent;
 
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
@@ -168,17 +167,11 @@ impl AuthState {
 
     /// The source a write key belongs to. The lookup is by hash, and the
     /// final comparison is constant-time, so timing reveals nothing of a key.
-    /// The digest of a key this worker found valid lately is reused
-    /// ([`recent`]), not computed again.
     pub fn by_write_key(&self, write_key: &str) -> Result<Principal, AuthError> {
-        let kept = recent::digest(write_key);
-        let presented = kept.unwrap_or_else(|| key_hash(write_key));
+        let presented = key_hash(write_key);
         let found =
             self.by_key_hash.get_key_value(&presented).filter(|(stored, _)| bool::from(stored.ct_eq(&presented)));
         let (_, source) = found.ok_or(AuthError::InvalidWriteKey)?;
-        if kept.is_none() {
-            recent::keep(write_key, presented);
-        }
         Ok(Principal {
             source: Arc::clone(source),
             subject: None,
@@ -301,31 +294,5 @@ mod tests {
             assert_eq!(error.code(), "malformed_credentials", "{refused}");
         }
         assert_eq!(basic_write_key("%%%").expect_err("not base64").code(), "malformed_credentials");
-    }
-
-    /// The development sources: `demo` by its write key, `billing-backend`
-    /// by another.
-    fn dev_auth() -> AuthState {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/dev.toml");
-        let env = [("EVENTGW__KAFKA__BROKERS".to_owned(), "127.0.0.1:1".to_owned())];
-        let config = Config::load_with_env(&path, env.into_iter()).expect("dev config");
-        AuthState::new(&config).expect("auth")
-    }
-
-    #[test]
-    fn a_remembered_key_finds_its_source_and_no_other_key_borrows_it() {
-        let auth = dev_auth();
-        let source = |key: &str| auth.by_write_key(key).map(|p| p.source.id.to_string());
-        // Twice each: the second lookup reuses the digest the first kept.
-        for _ in 0..2 {
-            assert_eq!(source("demo-write-key").expect("demo"), "demo");
-            assert_eq!(source("billing-backend-key").expect("billing"), "billing-backend");
-        }
-        assert_eq!(recent::digest("demo-write-key"), Some(key_hash("demo-write-key")));
-        // Keys of the same length as a kept one, and a prefix of one.
-        for wrong in ["demo-write-kez", "Demo-write-key", "demo-write-ke"] {
-            assert_eq!(source(wrong).expect_err(wrong).code().as_str(), "invalid_write_key", "{wrong}");
-            assert_eq!(recent::digest(wrong), None, "a refused key is not kept: {wrong}");
-        }
     }
 }
