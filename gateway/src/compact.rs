@@ -137,7 +137,7 @@ pub fn str_len(text: &str) -> usize {
     while at < bytes.len() {
         at = plain_until(bytes, at);
         let Some(&byte) = bytes.get(at) else { break };
-        len += escape_of(byte).len() - 1;
+        len += escape_of(byte).len().saturating_sub(1);
         at += 1;
     }
     len
@@ -151,10 +151,22 @@ fn write_number(out: &mut Vec<u8>, number: &Number) {
     let _ = serde_json::to_writer(out, number);
 }
 
+/// Length of a number as serde_json writes it, counted without keeping the text.
 fn number_len(number: &Number) -> usize {
-    let mut text = Vec::with_capacity(24);
-    write_number(&mut text, number);
-    text.len()
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    // Counting cannot fail.
+    let _ = serde_json::to_writer(&mut counter, number);
+    counter.0
 }
 
 /// The first byte at or after `at` that a JSON string must escape (a

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use actix_web::web::Bytes;
 
 use super::LiveHub;
+use crate::compact;
 use crate::outcome::EventOutcome;
 pub use crate::pipeline::{Field, Shown};
 use crate::sink::{OutRecord, Stored};
@@ -183,7 +184,7 @@ impl LiveEvent {
     /// by byte was most of its cost.
     fn render(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(b"event: event\ndata: {\"id\":");
-        push_unsigned(out, self.id);
+        compact::write_uint(out, self.id);
         text_field(out, "time", Some(&self.time));
         text_field(out, "source", Some(&self.source));
         text_field(out, "type", self.kind());
@@ -393,21 +394,7 @@ fn push_number(out: &mut Vec<u8>, n: impl Into<i64>) {
     if n < 0 {
         out.push(b'-');
     }
-    push_unsigned(out, n.unsigned_abs());
-}
-
-/// `n` in decimal.
-fn push_unsigned(out: &mut Vec<u8>, mut n: u64) {
-    let (mut digits, mut at) = ([0u8; 20], 20);
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[at..]);
+    compact::write_uint(out, n.unsigned_abs());
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ fn is_zero(n: &usize) -> bool {
 }
 
 /// The 200 answer of an ingestion request.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 pub struct BatchAnswer {
     /// Events produced to their domain topic.
     pub accepted: usize,
@@ -164,15 +164,7 @@ pub fn preview(planned: Vec<Planned>) -> BatchAnswer {
 
 /// Each event's outcome, in request order, and the counts by status.
 fn render(events: impl ExactSizeIterator<Item = (Planned, Fate)>) -> BatchAnswer {
-    let mut answer = BatchAnswer {
-        accepted: 0,
-        invalid: 0,
-        rejected: 0,
-        duplicate: 0,
-        spooled: 0,
-        suppressed: 0,
-        events: Vec::with_capacity(events.len()),
-    };
+    let mut answer = BatchAnswer { events: Vec::with_capacity(events.len()), ..BatchAnswer::default() };
     for (index, (planned, fate)) in events.enumerate() {
         let outcome = outcome(index, planned, fate);
         *match outcome.status {

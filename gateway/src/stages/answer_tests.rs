@@ -96,32 +96,20 @@ fn the_answer_written_by_hand_is_its_serde_text() {
     rejected.code = Some("invalid_type");
     rejected.message = Some("the event has no `type`".into());
     let answers = [
-        BatchAnswer {
-            accepted: 0,
-            invalid: 0,
-            rejected: 0,
-            duplicate: 0,
-            spooled: 0,
-            suppressed: 0,
-            events: Vec::new(),
-        },
+        BatchAnswer::default(),
         BatchAnswer {
             accepted: 1,
             invalid: 1,
             rejected: 1,
-            duplicate: 0,
-            spooled: 0,
-            suppressed: 0,
             events: vec![outcome(0, EventStatus::Accepted, Some("m-1"), Some("web.tracking")), invalid, rejected],
+            ..BatchAnswer::default()
         },
         BatchAnswer {
-            accepted: 0,
-            invalid: 0,
-            rejected: 0,
             duplicate: 12,
             spooled: 3,
             suppressed: 1_000_000,
             events: vec![outcome(10, EventStatus::Spooled, Some("m"), Some("billing.payments"))],
+            ..BatchAnswer::default()
         },
     ];
     for answer in answers {
