@@ -81,14 +81,10 @@ pub fn write_str(out: &mut Vec<u8>, text: &str) {
     out.reserve(bytes.len() + 2);
     out.push(b'"');
     let mut run = 0;
-    let mut at = 0;
-    while at < bytes.len() {
-        at = plain_until(bytes, at);
-        let Some(&byte) = bytes.get(at) else { break };
+    for (at, escape) in escapes(bytes) {
         out.extend_from_slice(&bytes[run..at]);
-        push_escape(out, byte);
-        at += 1;
-        run = at;
+        out.extend_from_slice(escape);
+        run = at + 1;
     }
     out.extend_from_slice(&bytes[run..]);
     out.push(b'"');
@@ -132,15 +128,8 @@ pub fn object_len(map: &Map<String, Value>) -> usize {
 /// Length of `text` as a JSON string, quotes and escapes included.
 pub fn str_len(text: &str) -> usize {
     let bytes = text.as_bytes();
-    let mut len = bytes.len() + 2;
-    let mut at = 0;
-    while at < bytes.len() {
-        at = plain_until(bytes, at);
-        let Some(&byte) = bytes.get(at) else { break };
-        len += escape_of(byte).len().saturating_sub(1);
-        at += 1;
-    }
-    len
+    // Each escape stands for one byte.
+    bytes.len() + 2 + escapes(bytes).map(|(_, escape)| escape.len().saturating_sub(1)).sum::<usize>()
 }
 
 /// A number as serde_json writes it (integers in decimal, floats in its
@@ -226,8 +215,15 @@ fn escape_of(byte: u8) -> &'static [u8] {
     }
 }
 
-fn push_escape(out: &mut Vec<u8>, byte: u8) {
-    out.extend_from_slice(escape_of(byte));
+/// Where `bytes` (a string's) need escapes, and each one's text, in order.
+fn escapes(bytes: &[u8]) -> impl Iterator<Item = (usize, &'static [u8])> + '_ {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        at = plain_until(bytes, at);
+        let &byte = bytes.get(at)?;
+        at += 1;
+        Some((at - 1, escape_of(byte)))
+    })
 }
 
 #[cfg(test)]

@@ -68,9 +68,8 @@ pub fn normalize(event: &mut Map<String, Value>) -> Result<(), EnvelopeError> {
     Ok(())
 }
 
-/// `page` and `screen` calls carry their name in `name`; RudderStack's
-/// mobile SDKs put it in `event` (and `properties.name`).
-/// Called for those without a `name`.
+/// A `page` or `screen` call without a `name`: RudderStack's mobile SDKs
+/// put it in `event` (and `properties.name`).
 fn name_screen_or_page(event: &mut Map<String, Value>) {
     let name = event
         .get("event")
