@@ -34,6 +34,29 @@ pub enum Command {
     /// Holds bodies that announce the largest size and stall (h2c streams and
     /// HTTP/1.1 connections); prints the gateway's peak memory.
     StalledBodies(StalledArgs),
+    /// Live-view viewers in one process: each reads `/live/stream` and
+    /// counts its events; prints how many each received.
+    Watch(WatchArgs),
+}
+
+/// `loadtest watch`.
+#[derive(Debug, clap::Args)]
+pub struct WatchArgs {
+    /// The gateway's address (plain HTTP/1.1).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub addr: String,
+    /// The stream's path and query.
+    #[arg(long, default_value = "/live/stream")]
+    pub path: String,
+    /// The operator token (sent as `Authorization: Bearer`).
+    #[arg(long)]
+    pub token: String,
+    /// How many viewers (one connection each).
+    #[arg(long, default_value_t = 5)]
+    pub viewers: usize,
+    /// How long each viewer reads before it hangs up.
+    #[arg(long, default_value_t = 10.0)]
+    pub seconds: f64,
 }
 
 /// `loadtest stalled-bodies`.

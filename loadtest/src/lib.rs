@@ -13,6 +13,7 @@ pub mod memory;
 pub mod protocol;
 pub mod stalled;
 pub mod suite;
+pub mod watch;
 pub mod workload;
 
 /// The client every run uses: keep-alive, a large pool, no proxy.

@@ -10,6 +10,7 @@
 //!                   [--events-per-sec 8000] [--only CURVE]   (prints the "Cost curves" section)
 //!   loadtest stalled-bodies --addr HOST:PORT --gateway-pid PID [--h2-streams 3000] [--h1-connections 1000]
 //!                   [--declared 524288] [--hold-secs 3]   (the gateway's peak memory under stalled bodies)
+//!   loadtest watch --addr HOST:PORT --token T [--viewers 5] [--seconds 10]   (live-view viewers)
 //!
 //! Every run is open-loop, bounded in requests and time, loopback only.
 //! `loadtest COMMAND --help` lists each command's flags.
@@ -35,6 +36,7 @@ fn main() -> anyhow::Result<()> {
         Command::BenchCatalog(args) => bench_catalog::write(&args.out, args.types),
         Command::Token(args) => token(&args),
         Command::StalledBodies(args) => runtime()?.block_on(eventgw_loadtest::stalled::stalled_bodies(&args)),
+        Command::Watch(args) => runtime()?.block_on(eventgw_loadtest::watch::watch(&args)),
     }
 }
 

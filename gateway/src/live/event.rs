@@ -343,48 +343,8 @@ fn text_field(out: &mut Vec<u8>, name: &str, value: Option<&str>) {
         out.extend_from_slice(b",\"");
         out.extend_from_slice(name.as_bytes());
         out.extend_from_slice(b"\":");
-        push_string(out, value);
+        compact::write_str(out, value);
     }
-}
-
-/// `value` as a JSON string, escaped as serde_json escapes it: `"`, `\`
-/// and the control characters (so a frame stays one line); the rest as it
-/// is, copied in runs.
-fn push_string(out: &mut Vec<u8>, value: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let bytes = value.as_bytes();
-    out.reserve(bytes.len() + 2);
-    out.push(b'"');
-    // Most texts need no escape: one pass that the compiler vectorises
-    // (no early exit), then one copy.
-    if !bytes.iter().fold(false, |any, &b| any | (b < 0x20) | (b == b'"') | (b == b'\\')) {
-        out.extend_from_slice(bytes);
-        out.push(b'"');
-        return;
-    }
-    let mut run = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let escape: &[u8] = match b {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0x08 => b"\\b",
-            0x0c => b"\\f",
-            0x00..=0x1f => b"",
-            _ => continue,
-        };
-        out.extend_from_slice(&bytes[run..i]);
-        run = i + 1;
-        if escape.is_empty() {
-            out.extend_from_slice(&[b'\\', b'u', b'0', b'0', HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]]);
-        } else {
-            out.extend_from_slice(escape);
-        }
-    }
-    out.extend_from_slice(&bytes[run..]);
-    out.push(b'"');
 }
 
 /// `n` in decimal (ids, partitions and offsets: three per watched event,
