@@ -55,12 +55,6 @@ impl From<String> for Text {
     }
 }
 
-impl From<Arc<str>> for Text {
-    fn from(text: Arc<str>) -> Self {
-        Self::Shared(text)
-    }
-}
-
 impl From<&Arc<str>> for Text {
     fn from(text: &Arc<str>) -> Self {
         Self::Shared(Arc::clone(text))
