@@ -183,12 +183,21 @@ pub fn is_transient(error: &KafkaError) -> bool {
 /// Calls `attempt` until it succeeds, fails with a non-transient error
 /// (returned at once), or `TRANSIENT_DEADLINE` passes (the last transient
 /// error is returned, so the failure names it).
-pub fn retry_transient<T>(what: &str, mut attempt: impl FnMut() -> KafkaResult<T>) -> KafkaResult<T> {
+pub fn retry_transient<T>(what: &str, attempt: impl FnMut() -> KafkaResult<T>) -> KafkaResult<T> {
+    retry_while(what, is_transient, attempt)
+}
+
+/// [`retry_transient`] with `retryable` deciding which errors are waited out.
+fn retry_while<T>(
+    what: &str,
+    retryable: impl Fn(&KafkaError) -> bool,
+    mut attempt: impl FnMut() -> KafkaResult<T>,
+) -> KafkaResult<T> {
     let deadline = Instant::now() + TRANSIENT_DEADLINE;
     let mut pause = Duration::from_millis(100);
     loop {
         match attempt() {
-            Err(e) if is_transient(&e) && Instant::now() < deadline => {
+            Err(e) if retryable(&e) && Instant::now() < deadline => {
                 eprintln!("{what}: transient {e}; retrying");
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_secs(2));
@@ -210,9 +219,15 @@ fn read_consumer(brokers: &str) -> BaseConsumer {
 }
 
 /// `topic`'s metadata, waiting out a topic-level transient error (e.g.
-/// `LeaderNotAvailable` right after creation or a broker loss).
+/// `LeaderNotAvailable` right after creation or a broker loss) and
+/// `UnknownTopicOrPartition`: every caller reads a topic its test created,
+/// and in a cluster of three the broker asked may not know a new topic yet
+/// (a CI run failed so, in `Cluster::followers_only`). A topic that never
+/// appears still fails, after `TRANSIENT_DEADLINE`, with that error.
 fn topic_metadata(consumer: &BaseConsumer, topic: &str) -> KafkaResult<Metadata> {
-    retry_transient(&format!("metadata of {topic}"), || {
+    let retryable =
+        |e: &KafkaError| is_transient(e) || e.rdkafka_error_code() == Some(RDKafkaErrorCode::UnknownTopicOrPartition);
+    retry_while(&format!("metadata of {topic}"), retryable, || {
         let metadata = consumer.fetch_metadata(Some(topic), Duration::from_secs(10))?;
         match metadata.topics().first().and_then(|t| t.error()) {
             Some(code) => Err(KafkaError::MetadataFetch(code.into())),
