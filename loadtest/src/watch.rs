@@ -43,64 +43,77 @@ async fn view(addr: String, path: String, token: String, deadline: Instant) -> a
         "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n"
     );
     socket.write_all(request.as_bytes()).await?;
-    let mut counter = Counter::default();
     let mut buffer = vec![0_u8; 1 << 16];
-    let mut status_checked = false;
+    // The status line, however the first reads split it.
+    let mut head = Vec::new();
+    let line_end = loop {
+        if let Some(end) = memchr::memmem::find(&head, b"\r\n") {
+            break end;
+        }
+        let read = timeout_at(deadline, socket.read(&mut buffer)).await.context("no answer in time")??;
+        if read == 0 || head.len() > buffer.len() {
+            bail!("the stream ended or sent no status line: {}", String::from_utf8_lossy(&head));
+        }
+        head.extend_from_slice(&buffer[..read]);
+    };
+    if !head.starts_with(b"HTTP/1.1 200") {
+        bail!("the stream answered {}", String::from_utf8_lossy(&head[..line_end]));
+    }
+    let mut counter = Counter::default();
+    counter.feed(&head);
     loop {
-        let read = match timeout_at(deadline, socket.read(&mut buffer[counter.carried..])).await {
+        let read = match timeout_at(deadline, socket.read(&mut buffer)).await {
             Err(_) => break,
             Ok(read) => read?,
         };
         if read == 0 {
             break;
         }
-        if !status_checked {
-            let head = &buffer[..counter.carried + read];
-            if !head.starts_with(b"HTTP/1.1 200") {
-                let line = head.split(|&b| b == b'\r').next().unwrap_or_default();
-                bail!("the stream answered {}", String::from_utf8_lossy(line));
-            }
-            status_checked = true;
-        }
-        counter.feed(&mut buffer, read);
+        counter.feed(&buffer[..read]);
     }
     Ok(counter.frames)
 }
 
-/// Counts [`FRAME`]s in a byte stream read in arbitrary pieces: the last
-/// `FRAME.len() - 1` bytes of each piece are carried to the start of the
-/// buffer, so a frame split between two reads is counted once.
+/// Counts [`FRAME`]s in a byte stream fed in arbitrary pieces: it keeps the
+/// last `FRAME.len() - 1` bytes it was fed, so a frame split between two
+/// pieces is counted once, at the seam.
 #[derive(Debug, Default)]
 struct Counter {
     /// Frames seen.
     frames: u64,
-    /// Bytes carried at the start of the buffer from the last read.
-    carried: usize,
+    /// The last bytes fed, fewer than a frame's.
+    tail: Vec<u8>,
 }
 
 impl Counter {
-    /// Counts the frames in the buffer's first `carried + read` bytes and
-    /// carries the tail.
-    fn feed(&mut self, buffer: &mut [u8], read: usize) {
-        let filled = self.carried + read;
-        self.frames += memchr::memmem::find_iter(&buffer[..filled], FRAME).count() as u64;
-        let keep = (FRAME.len() - 1).min(filled);
-        buffer.copy_within(filled - keep..filled, 0);
-        self.carried = keep;
+    /// Counts the frames that end in `piece`.
+    fn feed(&mut self, piece: &[u8]) {
+        let keep = FRAME.len() - 1;
+        // A frame that starts in the tail ends in the piece's first bytes;
+        // one wholly inside those bytes is too short to be whole there.
+        let mut seam = std::mem::take(&mut self.tail);
+        let kept = seam.len();
+        seam.extend_from_slice(&piece[..piece.len().min(keep)]);
+        let across = memchr::memmem::find_iter(&seam, FRAME).filter(|&at| at < kept).count();
+        let within = memchr::memmem::find_iter(piece, FRAME).count();
+        self.frames += (across + within) as u64;
+        self.tail = match piece.len().checked_sub(keep) {
+            Some(start) => piece[start..].to_vec(),
+            // The whole piece is in the seam already.
+            None => seam.split_off(seam.len().saturating_sub(keep)),
+        };
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{Counter, FRAME};
+    use super::Counter;
 
     /// Feeds `stream` to a counter in pieces of `piece` bytes, as reads.
     fn count_in_pieces(stream: &[u8], piece: usize) -> u64 {
         let mut counter = Counter::default();
-        let mut buffer = vec![0_u8; piece + FRAME.len()];
         for chunk in stream.chunks(piece) {
-            buffer[counter.carried..counter.carried + chunk.len()].copy_from_slice(chunk);
-            counter.feed(&mut buffer, chunk.len());
+            counter.feed(chunk);
         }
         counter.frames
     }
