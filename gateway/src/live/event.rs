@@ -86,8 +86,9 @@ impl Published {
     pub(super) fn new(events: Vec<LiveEvent>) -> Self {
         let mut out = Vec::with_capacity(events.len() * 384);
         let mut ends = Vec::with_capacity(events.len());
+        let mut shared = Shared::default();
         for event in &events {
-            event.render(&mut out);
+            event.render(&mut out, &mut shared);
             ends.push(out.len());
         }
         Self { events, chunk: Bytes::from(out), ends }
@@ -173,7 +174,7 @@ impl LiveEvent {
     #[cfg(test)]
     pub fn frame(&self) -> Bytes {
         let mut out = Vec::with_capacity(384);
-        self.render(&mut out);
+        self.render(&mut out, &mut Shared::default());
         Bytes::from(out)
     }
 
@@ -181,20 +182,49 @@ impl LiveEvent {
     /// serde writes for the fields in this order, absent ones left out,
     /// plus `"stored":true` when there is a stored record): it is rendered
     /// for every watched event, and serde's escaping of each string byte
-    /// by byte was most of its cost.
-    fn render(&self, out: &mut Vec<u8>) {
+    /// by byte was most of its cost. What it shares with the event rendered
+    /// before it into `out` (a request's time and source, a destination's
+    /// status and topic) is copied from that event's frame, not escaped
+    /// again.
+    fn render<'a>(&'a self, out: &mut Vec<u8>, shared: &mut Shared<'a>) {
         out.extend_from_slice(b"event: event\ndata: {\"id\":");
         compact::write_uint(out, self.id);
-        text_field(out, "time", Some(&self.time));
-        text_field(out, "source", Some(&self.source));
-        text_field(out, "type", self.kind());
-        text_field(out, "event", self.event());
-        text_field(out, "messageId", self.message_id());
-        text_field(out, "userId", self.user_id());
-        text_field(out, "anonymousId", self.anonymous_id());
-        text_field(out, "status", Some(self.status));
-        text_field(out, "topic", self.topic.as_deref());
-        text_field(out, "key", self.key());
+        match &shared.origin {
+            Some((time, source, at)) if Arc::ptr_eq(time, &self.time) && Arc::ptr_eq(source, &self.source) => {
+                out.extend_from_within(at.clone());
+            }
+            _ => {
+                let start = out.len();
+                text_field(out, b",\"time\":", Some(&self.time));
+                text_field(out, b",\"source\":", Some(&self.source));
+                shared.origin = Some((&self.time, &self.source, start..out.len()));
+            }
+        }
+        // The record's texts: checked for escapes once, all together.
+        let field = if self.fields.is_plain() { plain_field } else { text_field };
+        field(out, b",\"type\":", self.kind());
+        field(out, b",\"event\":", self.event());
+        field(out, b",\"messageId\":", self.message_id());
+        field(out, b",\"userId\":", self.user_id());
+        field(out, b",\"anonymousId\":", self.anonymous_id());
+        let same_route = shared.route.as_ref().is_some_and(|(status, topic, _)| {
+            std::ptr::eq(*status, self.status)
+                && match (topic, &self.topic) {
+                    (None, None) => true,
+                    (Some(before), Some(this)) => Arc::ptr_eq(before, this),
+                    _ => false,
+                }
+        });
+        match &shared.route {
+            Some((.., at)) if same_route => out.extend_from_within(at.clone()),
+            _ => {
+                let start = out.len();
+                text_field(out, b",\"status\":", Some(self.status));
+                text_field(out, b",\"topic\":", self.topic.as_deref());
+                shared.route = Some((self.status, self.topic.as_ref(), start..out.len()));
+            }
+        }
+        field(out, b",\"key\":", self.key());
         if let Some(partition) = self.partition {
             out.extend_from_slice(b",\"partition\":");
             push_number(out, partition);
@@ -203,8 +233,8 @@ impl LiveEvent {
             out.extend_from_slice(b",\"offset\":");
             push_number(out, offset);
         }
-        text_field(out, "code", self.code);
-        text_field(out, "message", self.message.as_deref());
+        text_field(out, b",\"code\":", self.code);
+        text_field(out, b",\"message\":", self.message.as_deref());
         if !self.violations.is_empty() {
             out.extend_from_slice(b",\"violations\":");
             // Rare (invalid events only); serde's output, or none at all.
@@ -235,12 +265,35 @@ impl LiveEvent {
 /// What the live view copies of one event before its record goes to the
 /// sink.
 struct Copied {
-    /// The record's value (shared with the sink's record, not copied),
-    /// `None` when none is produced.
+    /// The record's value (shared with the sink's record, not copied) when
+    /// it may have to be kept: only when a spool or dedupe could store it
+    /// without Kafka acknowledging it. `None` when none is produced, or
+    /// when Kafka is the only place it can be stored (then nothing is
+    /// cloned per event: `Bytes` from a `Vec` allocates its shared count
+    /// on the first clone).
     payload: Option<Bytes>,
+    /// Whether a record is produced and is a JSON object (the only kind a
+    /// viewer can open: `/live/events/{id}` answers it as JSON; every
+    /// record the gateway builds is one, except a framed domain's, whose
+    /// registry wire format puts five bytes before it).
+    object: bool,
     /// The fields shown, as admission read them from the record it built,
     /// with the record's key.
     fields: Shown,
+}
+
+impl Copied {
+    /// The copy of `record` (`None` when none is produced) with the fields
+    /// admission read (`shown`); its bytes only when they may be `keep`t.
+    fn of(record: Option<&OutRecord>, shown: Option<Shown>, keep: bool) -> Self {
+        let mut fields = shown.unwrap_or_default();
+        if let Some(record) = record {
+            fields.set(Field::Key, &record.key);
+        }
+        let object = record.is_some_and(|r| r.payload.first() == Some(&b'{'));
+        let payload = record.filter(|_| keep && object).map(|r| r.payload.clone());
+        Self { payload, object, fields }
+    }
 }
 
 /// The copies of one request's records, taken only when someone watches.
@@ -255,23 +308,19 @@ impl LiveHub {
     /// Copies the records of `source`'s events (each `None` when it is not
     /// produced) with what admission read of them ([`Shown`]) when anyone
     /// watches that source; `None`, having built nothing, when nobody does.
+    /// `keep`: whether a record may be stored without Kafka acknowledging
+    /// it (spooled, or found a duplicate), so that its bytes may have to be
+    /// kept for a viewer to open; otherwise no record's bytes are held.
     pub fn capture<'r>(
         &self,
         source: &str,
+        keep: bool,
         events: impl Iterator<Item = (Option<&'r OutRecord>, Option<Shown>)>,
     ) -> Option<Capture> {
         if !self.watches(source) {
             return None;
         }
-        let copies = events
-            .map(|(record, shown)| {
-                let mut fields = shown.unwrap_or_default();
-                if let Some(record) = record {
-                    fields.set(Field::Key, &record.key);
-                }
-                Copied { payload: record.map(|r| r.payload.clone()), fields }
-            })
-            .collect();
+        let copies = events.map(|(record, shown)| Copied::of(record, shown, keep)).collect();
         Some(Capture { source: source.to_owned(), copies })
     }
 }
@@ -306,10 +355,13 @@ impl Capture {
     }
 }
 
-/// The row of one event (its topic left for the caller to share). The
-/// record's bytes are kept only when Kafka does not hold them (spooled):
-/// a record Kafka acknowledged is read back from its partition and offset
-/// when a viewer opens it, so watching never holds every record in memory.
+/// The row of one event (its topic left for the caller to share). A
+/// viewer can open what was stored, and only that: a record Kafka
+/// acknowledged is read back from its partition and offset when a viewer
+/// opens it, so watching never holds every record in memory; the bytes of
+/// one Kafka does not hold (spooled, or the duplicate of one stored
+/// earlier) are kept. A record that was not stored (refused by Kafka for
+/// itself alone) is not offered.
 fn row(
     time: &Arc<str>,
     source: &Arc<str>,
@@ -317,19 +369,21 @@ fn row(
     outcome: &EventOutcome,
     stored: Option<Stored>,
 ) -> LiveEvent {
-    let Copied { payload, mut fields } = copied;
+    let Copied { payload, object, mut fields } = copied;
     if let Some(id) = &outcome.message_id {
         fields.set(Field::MessageId, id);
     }
     let mut event = LiveEvent::new(Arc::clone(time), Arc::clone(source), fields, outcome.status.as_str());
-    // Only a JSON object is offered to open (`/live/events/{id}` answers it
-    // as JSON): every record the gateway builds is one, except a framed
-    // domain's (the registry's wire format puts five bytes before it).
-    let payload = payload.filter(|b| b.first() == Some(&b'{'));
-    event.stored = payload.is_some();
     match stored {
-        Some(Stored::Kafka(at)) => (event.partition, event.offset) = (Some(at.partition), Some(at.offset)),
-        _ => event.payload = payload,
+        Some(Stored::Kafka(at)) => {
+            (event.partition, event.offset) = (Some(at.partition), Some(at.offset));
+            event.stored = object;
+        }
+        Some(Stored::Spooled | Stored::Duplicate) => {
+            event.stored = payload.is_some();
+            event.payload = payload;
+        }
+        None => {}
     }
     event.code = outcome.code;
     event.message.clone_from(&outcome.message);
@@ -337,14 +391,35 @@ fn row(
     event
 }
 
-/// `,"name":"value"` when there is a value.
-fn text_field(out: &mut Vec<u8>, name: &str, value: Option<&str>) {
+/// `,"name":"value"` when there is a value; `name` is `,"name":`.
+fn text_field(out: &mut Vec<u8>, name: &[u8], value: Option<&str>) {
     if let Some(value) = value {
-        out.extend_from_slice(b",\"");
-        out.extend_from_slice(name.as_bytes());
-        out.extend_from_slice(b"\":");
+        out.extend_from_slice(name);
         compact::write_str(out, value);
     }
+}
+
+/// As [`text_field`], for a `value` known to need no escaping.
+fn plain_field(out: &mut Vec<u8>, name: &[u8], value: Option<&str>) {
+    if let Some(value) = value {
+        out.reserve(name.len() + value.len() + 2);
+        out.extend_from_slice(name);
+        out.push(b'"');
+        out.extend_from_slice(value.as_bytes());
+        out.push(b'"');
+    }
+}
+
+/// What the frames of a request's events share, as the last event that
+/// wrote it rendered it: what it was rendered from (compared by pointer:
+/// a request's rows share one time, one source and one topic per
+/// destination) and where it is in the buffer.
+#[derive(Default)]
+struct Shared<'a> {
+    /// `,"time":…,"source":…`.
+    origin: Option<(&'a Arc<str>, &'a Arc<str>, std::ops::Range<usize>)>,
+    /// `,"status":…,"topic":…` (no topic when the event has none).
+    route: Option<(&'static str, Option<&'a Arc<str>>, std::ops::Range<usize>)>,
 }
 
 /// `n` in decimal (ids, partitions and offsets: three per watched event,

@@ -22,10 +22,13 @@ fn event(status: &'static str, name: &str) -> LiveEvent {
 fn unwatched_hub_captures_nothing() {
     let hub = Arc::new(LiveHub::new(4, 1 << 20));
     assert!(!hub.is_watched());
-    assert!(hub.capture("web", std::iter::empty()).is_none());
+    assert!(hub.capture("web", false, std::iter::empty()).is_none());
     let viewer = hub.watch(Some("other"));
-    assert!(hub.capture("web", std::iter::empty()).is_none(), "a viewer of another source does not make web watched");
-    assert!(hub.capture("other", std::iter::empty()).is_some());
+    assert!(
+        hub.capture("web", false, std::iter::empty()).is_none(),
+        "a viewer of another source does not make web watched"
+    );
+    assert!(hub.capture("other", false, std::iter::empty()).is_some());
     drop(viewer);
     assert!(!hub.is_watched());
     assert_eq!(hub.viewers_gauge.get(), 0);
@@ -234,7 +237,12 @@ fn a_frame_is_the_json_serde_writes_for_the_event() {
         ..LiveEvent::new("2026-01-01T00:00:00.000Z".into(), "web".into(), fields, "invalid")
     };
     let bare = LiveEvent::new("t".into(), "web".into(), Shown::default(), "rejected");
-    for e in [full, bare, event("accepted", "plain")] {
+    let mut plain = event("accepted", "Order Completed");
+    plain.fields.set(Field::Key, "user-1");
+    plain.fields.set(Field::MessageId, "0b9f3c1e-5d2a-4c7b-9e61-2f0a8d4c3b71");
+    plain.topic = Some("web.tracking".into());
+    assert!(plain.fields.is_plain() && !full.fields.is_plain(), "both ways of writing the record's texts");
+    for e in [full, bare, event("accepted", "plain"), plain] {
         let frame = e.frame();
         let text = std::str::from_utf8(&frame).expect("utf-8");
         let data = text.strip_prefix("event: event\ndata: ").and_then(|t| t.strip_suffix("\n\n")).expect("framed");

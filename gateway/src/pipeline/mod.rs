@@ -201,6 +201,12 @@ impl Shown {
         self.spans[field as usize] = Some((start, end));
     }
 
+    /// Whether no text of it needs escaping in a JSON string (true of
+    /// nearly every event's names and ids): one scan for all its fields.
+    pub fn is_plain(&self) -> bool {
+        crate::compact::plain_until(self.text.as_bytes(), 0) == self.text.len()
+    }
+
     /// The text of `field`, when present.
     pub fn get(&self, field: Field) -> Option<&str> {
         let (start, end) = self.spans[field as usize]?;

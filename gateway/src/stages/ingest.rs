@@ -42,8 +42,13 @@ pub async fn ingest(
 ) -> Result<BatchAnswer, ApiError> {
     charge::events(request, principal, batch.events.len())?;
     let mut planned = admit::events(request, principal, batch)?;
+    let config = &request.state.config;
+    // A record is stored without Kafka acknowledging it only by the spool
+    // or by dedupe (a duplicate): otherwise the view keeps no record's bytes.
+    let keep = (config.spool.enabled && principal.source.spool) || config.dedupe.enabled;
     let live = request.state.live.capture(
         &principal.source.id,
+        keep,
         planned.iter_mut().map(|p| {
             let shown = p.shown.take();
             (p.verdict.record(), shown)
