@@ -190,14 +190,16 @@ impl LiveEvent {
         out.extend_from_slice(b"event: event\ndata: {\"id\":");
         compact::write_uint(out, self.id);
         match &shared.origin {
-            Some((time, source, at)) if Arc::ptr_eq(time, &self.time) && Arc::ptr_eq(source, &self.source) => {
+            Some(Rendered { from: (time, source), at })
+                if Arc::ptr_eq(time, &self.time) && Arc::ptr_eq(source, &self.source) =>
+            {
                 out.extend_from_within(at.clone());
             }
             _ => {
                 let start = out.len();
                 text_field(out, b",\"time\":", Some(&self.time));
                 text_field(out, b",\"source\":", Some(&self.source));
-                shared.origin = Some((&self.time, &self.source, start..out.len()));
+                shared.origin = Some(Rendered { from: (&self.time, &self.source), at: start..out.len() });
             }
         }
         // The record's texts: checked for escapes once, all together.
@@ -207,7 +209,7 @@ impl LiveEvent {
         field(out, b",\"messageId\":", self.message_id());
         field(out, b",\"userId\":", self.user_id());
         field(out, b",\"anonymousId\":", self.anonymous_id());
-        let same_route = shared.route.as_ref().is_some_and(|(status, topic, _)| {
+        let same_route = shared.route.as_ref().is_some_and(|Rendered { from: (status, topic), .. }| {
             std::ptr::eq(*status, self.status)
                 && match (topic, &self.topic) {
                     (None, None) => true,
@@ -216,12 +218,12 @@ impl LiveEvent {
                 }
         });
         match &shared.route {
-            Some((.., at)) if same_route => out.extend_from_within(at.clone()),
+            Some(Rendered { at, .. }) if same_route => out.extend_from_within(at.clone()),
             _ => {
                 let start = out.len();
                 text_field(out, b",\"status\":", Some(self.status));
                 text_field(out, b",\"topic\":", self.topic.as_deref());
-                shared.route = Some((self.status, self.topic.as_ref(), start..out.len()));
+                shared.route = Some(Rendered { from: (self.status, self.topic.as_ref()), at: start..out.len() });
             }
         }
         field(out, b",\"key\":", self.key());
@@ -417,9 +419,20 @@ fn plain_field(out: &mut Vec<u8>, name: &[u8], value: Option<&str>) {
 #[derive(Default)]
 struct Shared<'a> {
     /// `,"time":…,"source":…`.
-    origin: Option<(&'a Arc<str>, &'a Arc<str>, std::ops::Range<usize>)>,
+    origin: Option<Rendered<(&'a Arc<str>, &'a Arc<str>)>>,
     /// `,"status":…,"topic":…` (no topic when the event has none).
-    route: Option<(&'static str, Option<&'a Arc<str>>, std::ops::Range<usize>)>,
+    route: Option<Rendered<Route<'a>>>,
+}
+
+/// An event's status word and topic (none for an event sent nowhere).
+type Route<'a> = (&'static str, Option<&'a Arc<str>>);
+
+/// A part of a frame: what it was rendered from, and where it is.
+struct Rendered<F> {
+    /// What it was rendered from.
+    from: F,
+    /// Where it is in the buffer.
+    at: std::ops::Range<usize>,
 }
 
 /// `n` in decimal (ids, partitions and offsets: three per watched event,
