@@ -66,36 +66,76 @@ pub struct LiveEvent {
     pub payload: Option<Bytes>,
 }
 
-/// One request's events as published: numbered, with their `event: event`
-/// SSE frames rendered once into one buffer, the whole shared (`Arc`) by
-/// every channel and viewer. Channels keep, skip and hand out requests,
-/// not events: per watched event nothing is counted, cloned or allocated
-/// but its row and its frame's bytes.
+/// One request's events as published: their `event: event` SSE frames
+/// rendered once into one buffer, and what viewers' filters read of each,
+/// the whole shared (`Arc`) by every channel and viewer. Channels keep,
+/// skip and hand out requests, not events: per watched event nothing is
+/// counted, cloned or allocated but its frame's bytes and its [`Row`]
+/// (the rest of its [`LiveEvent`] is dropped as soon as it is rendered).
 #[derive(Debug)]
 pub struct Published {
-    /// The request's events, in order, numbered.
-    events: Vec<LiveEvent>,
+    /// What the filters read of the request's events, in order.
+    events: Vec<Row>,
     /// Their frames, one after the other.
     chunk: Bytes,
     /// Where each event's frame ends in `chunk`.
     ends: Vec<usize>,
 }
 
-impl Published {
-    /// Renders the frames of `events` (numbered already) into one buffer.
-    pub(super) fn new(events: Vec<LiveEvent>) -> Self {
-        let mut out = Vec::with_capacity(events.len() * 384);
-        let mut ends = Vec::with_capacity(events.len());
-        let mut shared = Shared::default();
-        for event in &events {
-            event.render(&mut out, &mut shared);
-            ends.push(out.len());
-        }
-        Self { events, chunk: Bytes::from(out), ends }
+/// What a viewer's filter reads of a published event ([`super::Filter`]):
+/// its status and the record's fields.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// The answer's status word.
+    pub status: &'static str,
+    /// `type`, `event`, `userId`, `anonymousId`, key and `messageId`.
+    pub fields: Shown,
+}
+
+impl Row {
+    /// The event name of a `track` (as stored).
+    pub fn event(&self) -> Option<&str> {
+        self.fields.get(Field::Event)
     }
 
-    /// The events, in request order.
-    pub fn events(&self) -> &[LiveEvent] {
+    /// `userId` as stored (hashed when the policy hashes it).
+    pub fn user_id(&self) -> Option<&str> {
+        self.fields.get(Field::UserId)
+    }
+
+    /// `anonymousId` as stored.
+    pub fn anonymous_id(&self) -> Option<&str> {
+        self.fields.get(Field::AnonymousId)
+    }
+}
+
+impl From<LiveEvent> for Row {
+    fn from(event: LiveEvent) -> Self {
+        Self { status: event.status, fields: event.fields }
+    }
+}
+
+impl Published {
+    /// Renders the frames of `events` (numbered already) into one buffer,
+    /// keeping each event's [`Row`] only; `each` is called with every event
+    /// before it is rendered (the hub notes where its record is).
+    pub(super) fn new(events: impl IntoIterator<Item = LiveEvent>, mut each: impl FnMut(&mut LiveEvent)) -> Self {
+        let events = events.into_iter();
+        let count = events.size_hint().0;
+        let (mut out, mut ends, mut rows) =
+            (Vec::with_capacity(count * 384), Vec::with_capacity(count), Vec::with_capacity(count));
+        let mut shared = Shared::default();
+        for mut event in events {
+            each(&mut event);
+            event.render(&mut out, &mut shared);
+            ends.push(out.len());
+            rows.push(Row::from(event));
+        }
+        Self { events: rows, chunk: Bytes::from(out), ends }
+    }
+
+    /// What the filters read of the events, in request order.
+    pub fn events(&self) -> &[Row] {
         &self.events
     }
 
@@ -186,7 +226,7 @@ impl LiveEvent {
     /// before it into `out` (a request's time and source, a destination's
     /// status and topic) is copied from that event's frame, not escaped
     /// again.
-    fn render<'a>(&'a self, out: &mut Vec<u8>, shared: &mut Shared<'a>) {
+    fn render(&self, out: &mut Vec<u8>, shared: &mut Shared) {
         out.extend_from_slice(b"event: event\ndata: {\"id\":");
         compact::write_uint(out, self.id);
         match &shared.origin {
@@ -199,7 +239,8 @@ impl LiveEvent {
                 let start = out.len();
                 text_field(out, b",\"time\":", Some(&self.time));
                 text_field(out, b",\"source\":", Some(&self.source));
-                shared.origin = Some(Rendered { from: (&self.time, &self.source), at: start..out.len() });
+                let from = (Arc::clone(&self.time), Arc::clone(&self.source));
+                shared.origin = Some(Rendered { from, at: start..out.len() });
             }
         }
         // The record's texts: checked for escapes once, all together.
@@ -223,7 +264,7 @@ impl LiveEvent {
                 let start = out.len();
                 text_field(out, b",\"status\":", Some(self.status));
                 text_field(out, b",\"topic\":", self.topic.as_deref());
-                shared.route = Some(Rendered { from: (self.status, self.topic.as_ref()), at: start..out.len() });
+                shared.route = Some(Rendered { from: (self.status, self.topic.clone()), at: start..out.len() });
             }
         }
         field(out, b",\"key\":", self.key());
@@ -329,31 +370,31 @@ impl LiveHub {
 
 impl Capture {
     /// The rows of the request once answered: each event's `outcome` and
-    /// where its record was stored (`stored`, in request order), at `time`.
-    /// The time, the source and each topic are one allocation for the
-    /// request, shared by its rows.
-    pub fn finish(self, time: &str, outcomes: &[EventOutcome], stored: &[Option<Stored>]) -> Vec<LiveEvent> {
+    /// where its record was stored (`stored`, in request order), at `time`,
+    /// built one at a time as they are published. The time, the source and
+    /// each topic are one allocation for the request, shared by its rows.
+    pub fn finish<'o>(
+        self,
+        time: &str,
+        outcomes: &'o [EventOutcome],
+        stored: &'o [Option<Stored>],
+    ) -> impl ExactSizeIterator<Item = LiveEvent> + 'o {
         let Self { source, copies } = self;
         let (time, source): (Arc<str>, Arc<str>) = (Arc::from(time), Arc::from(source));
         let mut topics: Vec<Arc<str>> = Vec::new();
-        copies
-            .into_iter()
-            .zip(outcomes)
-            .enumerate()
-            .map(|(i, (copied, outcome))| {
-                let topic = outcome.topic.as_deref().map(|name| match topics.iter().find(|t| &***t == name) {
-                    Some(topic) => Arc::clone(topic),
-                    None => {
-                        let topic: Arc<str> = Arc::from(name);
-                        topics.push(Arc::clone(&topic));
-                        topic
-                    }
-                });
-                let mut event = row(&time, &source, copied, outcome, stored.get(i).copied().flatten());
-                event.topic = topic;
-                event
-            })
-            .collect()
+        copies.into_iter().zip(outcomes).enumerate().map(move |(i, (copied, outcome))| {
+            let topic = outcome.topic.as_deref().map(|name| match topics.iter().find(|t| &***t == name) {
+                Some(topic) => Arc::clone(topic),
+                None => {
+                    let topic: Arc<str> = Arc::from(name);
+                    topics.push(Arc::clone(&topic));
+                    topic
+                }
+            });
+            let mut event = row(&time, &source, copied, outcome, stored.get(i).copied().flatten());
+            event.topic = topic;
+            event
+        })
     }
 }
 
@@ -415,17 +456,18 @@ fn plain_field(out: &mut Vec<u8>, name: &[u8], value: Option<&str>) {
 /// What the frames of a request's events share, as the last event that
 /// wrote it rendered it: what it was rendered from (compared by pointer:
 /// a request's rows share one time, one source and one topic per
-/// destination) and where it is in the buffer.
+/// destination; held here once per part rendered, not per event) and
+/// where it is in the buffer.
 #[derive(Default)]
-struct Shared<'a> {
+struct Shared {
     /// `,"time":…,"source":…`.
-    origin: Option<Rendered<(&'a Arc<str>, &'a Arc<str>)>>,
+    origin: Option<Rendered<(Arc<str>, Arc<str>)>>,
     /// `,"status":…,"topic":…` (no topic when the event has none).
-    route: Option<Rendered<Route<'a>>>,
+    route: Option<Rendered<Route>>,
 }
 
 /// An event's status word and topic (none for an event sent nowhere).
-type Route<'a> = (&'static str, Option<&'a Arc<str>>);
+type Route = (&'static str, Option<Arc<str>>);
 
 /// A part of a frame: what it was rendered from, and where it is.
 struct Rendered<F> {

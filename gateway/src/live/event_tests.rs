@@ -49,7 +49,7 @@ fn the_stored_bytes_are_kept_as_they_are_and_the_fields_are_admissions() {
     let data = std::str::from_utf8(&frame[b"event: event\ndata: ".len()..frame.len() - 2]).expect("utf-8");
     let data: Value = serde_json::from_str(data).expect("the frame's data is JSON, quotes escaped");
     assert_eq!(data["userId"], "u-\"1\"");
-    let published = super::Published::new(vec![row.clone(), row.clone()]);
+    let published = super::Published::new(vec![row.clone(), row.clone()], |_| {});
     assert_eq!(published.chunk(), &[frame.clone(), frame.clone()].concat(), "a request's frames, one after the other");
     let second = published.frame_range(1);
     assert_eq!(published.chunk().slice(second.clone()), frame, "each event's is its range of the buffer");
@@ -142,7 +142,13 @@ fn what_a_request_s_frames_share_is_copied_only_where_it_is_the_same() {
         at("accepted", Some(&tracking), &other_time),
     ];
     let alone: Vec<u8> = events.iter().flat_map(|e| e.frame().to_vec()).collect();
-    let published = super::Published::new(events);
+    let published = super::Published::new(events, |_| {});
+    let statuses: Vec<_> = published.events().iter().map(|row| row.status).collect();
+    assert_eq!(
+        statuses,
+        ["accepted", "invalid", "invalid", "accepted", "rejected", "rejected", "accepted"],
+        "a row each"
+    );
     assert_eq!(
         String::from_utf8_lossy(published.chunk()),
         String::from_utf8_lossy(&alone),

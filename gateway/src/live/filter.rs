@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 
-use super::LiveEvent;
+use super::Row;
 
 /// The query of `/live/stream`, as sent.
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -37,7 +37,7 @@ impl Filter {
     }
 
     /// Whether `event` passes every filter given.
-    pub fn admits(&self, event: &LiveEvent) -> bool {
+    pub fn admits(&self, event: &Row) -> bool {
         let status = given(&self.status).is_none_or(|list| list.split(',').any(|s| s.trim() == event.status));
         let name = given(&self.event).is_none_or(|name| event.event() == Some(name));
         let user =

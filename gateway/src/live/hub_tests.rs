@@ -60,7 +60,7 @@ async fn a_slow_viewer_is_told_how_many_it_skipped() {
     // A request larger than the ring is kept whole: its events are skipped
     // or seen together, never half of them.
     let mut late = hub.watch(None);
-    hub.publish("web", (11..17).map(|i| event("accepted", &format!("e{i}"))).collect());
+    hub.publish("web", (11..17).map(|i| event("accepted", &format!("e{i}"))));
     assert!(matches!(late.next().await, Next::Events(r) if names(&r).len() == 6));
     match viewer.next().await {
         Next::Events(requests) => assert_eq!(names(&requests).len(), 6, "the ring dropped e10 for them"),
@@ -97,7 +97,7 @@ async fn close_ends_every_stream() {
 #[test]
 fn filters_match_status_name_and_user() {
     let filter = |q: &str| -> Filter { serde_json::from_str(q).expect("filter") };
-    let e = event("invalid", "Order Completed");
+    let e = Row::from(event("invalid", "Order Completed"));
     assert!(filter(r#"{}"#).admits(&e));
     assert!(filter(r#"{"status":"accepted,invalid"}"#).admits(&e));
     assert!(!filter(r#"{"status":"accepted"}"#).admits(&e));
@@ -115,7 +115,7 @@ async fn events_ready_together_go_out_as_one_chunk_and_filtered_ones_never_as_an
     let opening = stream.next().await.expect("opening").expect("bytes");
     assert_eq!(opening, sse::OPENING.as_bytes());
     hub.publish("web", vec![event("accepted", "skip-me")]);
-    hub.publish("web", (0..3).map(|i| event("invalid", &format!("e{i}"))).collect());
+    hub.publish("web", (0..3).map(|i| event("invalid", &format!("e{i}"))));
     let chunk = stream.next().await.expect("a chunk").expect("bytes");
     let text = std::str::from_utf8(&chunk).expect("utf-8");
     assert!(!chunk.is_empty());
@@ -194,10 +194,7 @@ async fn a_request_s_frames_are_one_slice_of_one_buffer_for_every_viewer() {
     all.next().await.expect("opening").expect("bytes");
     invalid.next().await.expect("opening").expect("bytes");
     let names = ["a0", "a1", "i2", "i3", "a4"];
-    hub.publish(
-        "web",
-        names.iter().map(|n| event(if n.starts_with('i') { "invalid" } else { "accepted" }, n)).collect(),
-    );
+    hub.publish("web", names.iter().map(|n| event(if n.starts_with('i') { "invalid" } else { "accepted" }, n)));
     let whole = all.next().await.expect("a chunk").expect("bytes");
     assert_eq!(whole.matches_count(), 5);
     let part = invalid.next().await.expect("a chunk").expect("bytes");
@@ -308,7 +305,7 @@ fn published_events_are_numbered_and_opened_while_the_view_holds_them() {
     assert!(hub.opened(6).is_none() && hub.opened(0).is_none() && hub.opened(u64::MAX).is_none());
     // A row of a record Kafka holds weighs its slot only (tens of bytes):
     // fifty of them push out the two kept records, not the rows after them.
-    hub.publish("web", (0..50).map(in_kafka).collect());
+    hub.publish("web", (0..50).map(in_kafka).collect::<Vec<_>>());
     assert_eq!(hub.opened(55), Some(Record::Kafka { topic: "web.tracking".into(), partition: 2, offset: 49 }));
     assert!(hub.opened(2).is_none() && hub.opened(3).is_none(), "the kept records gave way");
     assert_eq!(hub.opened(4), Some(Record::Nothing), "the rows after them stay");

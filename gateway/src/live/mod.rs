@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use prometheus::{IntCounter, IntGauge, Registry};
 use tokio::sync::watch;
 
-pub use event::{Capture, LiveEvent, Published};
+pub use event::{Capture, LiveEvent, Published, Row};
 pub use filter::Filter;
 
 /// The channel name of viewers of every source.
@@ -190,9 +190,8 @@ struct Opened {
 }
 
 impl Opened {
-    /// Numbers `events` and notes where their records are (dropping the
-    /// oldest beyond the limit).
-    fn keep(&mut self, mut events: Vec<LiveEvent>) -> Vec<LiveEvent> {
+    /// Numbers `event` and notes where its record is.
+    fn keep(&mut self, event: &mut LiveEvent) {
         if self.records.capacity() == 0 {
             // Room for as many slots as the limit can hold, taken once (pages
             // are touched only as slots are first written): a ring that grew
@@ -200,20 +199,21 @@ impl Opened {
             // gateway is busy, and fresh pages are what the kernel zeroes.
             self.records.reserve_exact(self.limit / std::mem::size_of::<Record>() + 1);
         }
-        let next = self.first + self.records.len() as u64;
-        for (id, event) in (next..).zip(events.iter_mut()) {
-            event.id = id;
-            let record = event.record();
-            self.bytes += record.weight();
-            self.records.push_back(record);
-        }
+        event.id = self.first + self.records.len() as u64;
+        let record = event.record();
+        self.bytes += record.weight();
+        self.records.push_back(record);
+    }
+
+    /// Drops the oldest records beyond the limit (at least the newest is
+    /// kept).
+    fn trim(&mut self) {
         while self.bytes > self.limit && self.records.len() > 1 {
             if let Some(old) = self.records.pop_front() {
                 self.bytes -= old.weight();
                 self.first += 1;
             }
         }
-        events
     }
 
     /// Where row `id`'s record is, while it is kept.
@@ -277,8 +277,11 @@ impl LiveHub {
     }
 
     /// Sends `events` of `source` to its channel and to the all-sources
-    /// channel, whichever has viewers. Never waits for a viewer.
-    pub fn publish(&self, source: &str, events: Vec<LiveEvent>) {
+    /// channel, whichever has viewers: numbered, their records noted, each
+    /// rendered and dropped but for its [`Row`] as it comes. Never waits
+    /// for a viewer.
+    pub fn publish(&self, source: &str, events: impl IntoIterator<Item = LiveEvent, IntoIter: ExactSizeIterator>) {
+        let events = events.into_iter();
         let channels = self.channels.read().unwrap_or_else(std::sync::PoisonError::into_inner);
         let targets: Vec<Arc<Channel>> = [source, ALL]
             .iter()
@@ -287,10 +290,15 @@ impl LiveHub {
             .cloned()
             .collect();
         drop(channels);
-        if targets.is_empty() || events.is_empty() {
+        if targets.is_empty() || events.len() == 0 {
             return;
         }
-        let request = Arc::new(Published::new(locked(&self.opened).keep(events)));
+        let request = {
+            let mut opened = locked(&self.opened);
+            let request = Published::new(events, |event| opened.keep(event));
+            opened.trim();
+            Arc::new(request)
+        };
         for channel in &targets {
             channel.publish(&request);
         }
