@@ -13,8 +13,9 @@
 //! one by its id (`GET /live/events/{id}`), read back from Kafka where
 //! [`Opened`] noted it (a few words per row, up to `live.recent_mib`).
 //! Five viewers of every event then cost five small frames per event, not
-//! five copies of it, and the rows given to viewers are freed as soon as
-//! every channel moved past them.
+//! five copies of it. A row is rendered as it is published and dropped but
+//! for what the viewers' filters read of it ([`Row`]), which is freed as
+//! soon as every channel moved past it.
 
 pub mod event;
 pub mod filter;
