@@ -92,23 +92,6 @@ pub struct Row {
     pub fields: Shown,
 }
 
-impl Row {
-    /// The event name of a `track` (as stored).
-    pub fn event(&self) -> Option<&str> {
-        self.fields.get(Field::Event)
-    }
-
-    /// `userId` as stored (hashed when the policy hashes it).
-    pub fn user_id(&self) -> Option<&str> {
-        self.fields.get(Field::UserId)
-    }
-
-    /// `anonymousId` as stored.
-    pub fn anonymous_id(&self) -> Option<&str> {
-        self.fields.get(Field::AnonymousId)
-    }
-}
-
 impl From<LiveEvent> for Row {
     fn from(event: LiveEvent) -> Self {
         Self { status: event.status, fields: event.fields }

@@ -5,6 +5,7 @@
 use serde::Deserialize;
 
 use super::Row;
+use super::event::Field;
 
 /// The query of `/live/stream`, as sent.
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -39,9 +40,10 @@ impl Filter {
     /// Whether `event` passes every filter given.
     pub fn admits(&self, event: &Row) -> bool {
         let status = given(&self.status).is_none_or(|list| list.split(',').any(|s| s.trim() == event.status));
-        let name = given(&self.event).is_none_or(|name| event.event() == Some(name));
-        let user =
-            given(&self.user).is_none_or(|user| event.user_id() == Some(user) || event.anonymous_id() == Some(user));
+        let field = |f| event.fields.get(f);
+        let name = given(&self.event).is_none_or(|name| field(Field::Event) == Some(name));
+        let user = given(&self.user)
+            .is_none_or(|user| field(Field::UserId) == Some(user) || field(Field::AnonymousId) == Some(user));
         status && name && user
     }
 }

@@ -6,7 +6,11 @@ use crate::outcome::EventStatus;
 
 /// The event names of what a viewer read, in order.
 fn names(requests: &[Arc<Published>]) -> Vec<String> {
-    requests.iter().flat_map(|r| r.events()).map(|e| e.event().unwrap_or_default().to_owned()).collect()
+    requests
+        .iter()
+        .flat_map(|r| r.events())
+        .map(|e| e.fields.get(Field::Event).unwrap_or_default().to_owned())
+        .collect()
 }
 
 fn event(status: &'static str, name: &str) -> LiveEvent {
