@@ -60,7 +60,7 @@ impl Suite {
     /// One run of this suite's length against `url`'s batch endpoint.
     fn run_config(&self, url: &str, rate: f64, auth: &Auth) -> RunConfig {
         RunConfig {
-            url: format!("{url}/v1/batch"),
+            url: url.to_owned(),
             rate,
             duration: Duration::from_secs_f64(self.seconds),
             auth: auth.clone(),
@@ -68,7 +68,13 @@ impl Suite {
         }
     }
 
+    /// A run against `url`'s `/v1/batch`.
     async fn http(&self, url: &str, rate: f64, workload: Arc<Workload>, auth: &Auth) -> RunResult {
+        self.http_to(&format!("{url}/v1/batch"), rate, workload, auth).await
+    }
+
+    /// A run against `url` as it is (a path and query of its own).
+    async fn http_to(&self, url: &str, rate: f64, workload: Arc<Workload>, auth: &Auth) -> RunResult {
         let config = self.run_config(url, rate, auth);
         let result = generator::run(&self.client, &config, workload, Instant::now()).await;
         eprintln!("  {}", summary(&format!("{url} @ {rate:.0} rps"), &result));
@@ -203,7 +209,7 @@ async fn end_to_end(
     let expected = (rate * s.seconds).round() as u64;
     let reader =
         std::thread::spawn(move || e2e::measure(&consumer, start, expected, start + Duration::from_secs_f64(60.0)));
-    let config = s.run_config(gateway, rate, auth);
+    let config = s.run_config(&format!("{gateway}/v1/batch"), rate, auth);
     let acked = generator::run(&s.client, &config, workload, start).await;
     let (latency, seen) = reader.join().map_err(|_| anyhow::anyhow!("the e2e consumer panicked"))?;
     let ms = |p: f64| latency.value_at_percentile(p) as f64 / 1000.0;

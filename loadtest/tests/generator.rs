@@ -41,6 +41,31 @@ fn it_hits_the_requested_rate_and_its_histogram_sees_the_known_delay() {
 }
 
 #[test]
+fn the_ceiling_holds_a_request_that_asks_for_it_and_answers_the_rest_at_once() {
+    let server = common::Ceiling::start(Duration::ZERO);
+    let catalog = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../schemas");
+    let workload = Arc::new(Workload::from_catalog(&catalog, 1, false, 100).expect("workload"));
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("rt");
+    let run = |url: String| {
+        let config = RunConfig {
+            url,
+            rate: 50.0,
+            duration: Duration::from_secs(1),
+            auth: Auth::WriteKey("k".into()),
+            timeout: Duration::from_secs(5),
+        };
+        runtime.block_on(generator::run(&client().expect("client"), &config, Arc::clone(&workload), Instant::now()))
+    };
+    let held = run(format!("{}?hold_ms=60", server.url));
+    assert_eq!((held.ok, held.failures()), (50, 0));
+    assert!(held.latency_us.min() >= 60_000, "every held answer waits 60 ms: {} µs", held.latency_us.min());
+    let at_once = run(server.url.clone());
+    assert_eq!((at_once.ok, at_once.failures()), (50, 0));
+    assert!(at_once.ms(50.0) < 60.0, "unheld answers do not wait: p50 {} ms", at_once.ms(50.0));
+    server.stop();
+}
+
+#[test]
 fn workload_bodies_are_gzipped_and_carry_unique_ids_and_the_intended_time() {
     let workload = Workload::from_catalog(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../schemas"), 3, true, 10)
         .expect("workload");

@@ -92,8 +92,17 @@ pub(super) async fn targets(
         rounds.len()
     );
     let floors = floor_line(&figure(|r| r.single_cpu), &figure(|r| r.single_kafka_cpu), &figure(|r| r.http_cpu));
+    let held = held_line(
+        &figure(|r| r.single_cpu - r.single_kafka_cpu),
+        &figure(|r| r.http_cpu),
+        &figure(|r| r.held_cpu),
+        &figure(|r| r.hold_ms),
+    );
     if !floors.is_empty() {
         let _ = write!(s.report, "\n{floors}");
+    }
+    if !held.is_empty() {
+        let _ = write!(s.report, "\n{held}");
     }
     Ok((gw_max, gw_best))
 }
@@ -160,6 +169,25 @@ fn floor_line(total: &Figure, kafka: &Figure, http: &Figure) -> String {
     )
 }
 
+/// The floor of a request held until Kafka acknowledges it: the gateway
+/// answers once its events are stored, after the producer's linger, so it
+/// holds hundreds of requests (and connections) at a time, which costs a
+/// do-nothing server too (`loadtest/profiles/README.md`, "The floor of a
+/// held answer"). `workers`: the gateway's CPU but librdkafka's threads.
+fn held_line(workers: &Figure, http: &Figure, held: &Figure, hold_ms: &Figure) -> String {
+    let (workers, http, held, hold_ms) = (workers.median(), http.median(), held.median(), hold_ms.median());
+    if !(workers.is_finite() && http.is_finite() && held.is_finite() && hold_ms.is_finite()) {
+        return String::new();
+    }
+    format!(
+        "Held as long as the gateway holds its answers (its p50 at that maximum, {hold_ms:.0} ms), the do-nothing \
+         server spends {held:.1} µs per request, {:+.1} µs more than answering at once: the gateway's HTTP workers \
+         spend {:+.1} µs above that floor.\n",
+        held - http,
+        workers - held
+    )
+}
+
 /// One figure over the rounds; NaN where a round could not measure it.
 pub(super) struct Figure(pub(super) Vec<f64>);
 
@@ -196,6 +224,10 @@ struct Round {
     single_kafka_cpu: f64,
     /// The HTTP ceiling server's CPU per request at `single_max`, µs.
     http_cpu: f64,
+    /// The same server's when it holds each answer `hold_ms` (the gateway's
+    /// p50 at `single_max`).
+    held_cpu: f64,
+    hold_ms: f64,
     /// Requests (batches of 50) per second.
     batched_max: f64,
     kafka_max: f64,
@@ -226,6 +258,9 @@ async fn targets_round(
     let rate = single_max.max(1.0);
     let single_cpu = cpu_during(pids, || s.http(gateway, rate, Arc::clone(single), key)).await;
     let http_cpu = cpu_during(pids, || s.http(ceiling, rate, Arc::clone(single), key)).await;
+    let hold_ms = single_best.ms(50.0).round().max(1.0);
+    let held = format!("{ceiling}/v1/batch?hold_ms={hold_ms:.0}");
+    let held_cpu = cpu_during(pids, || s.http_to(&held, rate, Arc::clone(single), key)).await;
     let (batched_max, _) =
         s.search("gateway, batches of 50", 20.0, |r| s.http(gateway, r, Arc::clone(batched), key)).await;
     let (kafka_max, _) =
@@ -243,6 +278,8 @@ async fn targets_round(
         single_cpu: single_cpu.micros(single_cpu.gateway),
         single_kafka_cpu: single_cpu.micros(single_cpu.kafka_threads),
         http_cpu: http_cpu.micros(http_cpu.ceiling),
+        held_cpu: held_cpu.micros(held_cpu.ceiling),
+        hold_ms,
         batched_max,
         kafka_max,
         batched_cpu: batched_cpu.micros(batched_cpu.gateway),
@@ -262,7 +299,7 @@ pub(super) async fn kafka_run(s: &Suite, producer: &FutureProducer, rate: f64, w
 
 #[cfg(test)]
 mod figure_tests {
-    use super::{Figure, floor_line};
+    use super::{Figure, floor_line, held_line};
 
     #[test]
     fn a_figure_is_its_median_with_the_spread_and_skips_what_was_not_measured() {
@@ -280,5 +317,16 @@ mod figure_tests {
         assert!(line.contains("34.0 µs before any"), "{line}");
         assert!(line.contains("spend 68.0 µs, 46.0 µs above"), "{line}");
         assert_eq!(floor_line(&Figure(vec![80.0]), &Figure(vec![f64::NAN]), &Figure(vec![22.0])), "");
+    }
+
+    #[test]
+    fn the_held_floor_says_what_holding_costs_and_what_is_left_above_it() {
+        let line = held_line(&Figure(vec![58.0]), &Figure(vec![19.5]), &Figure(vec![34.0]), &Figure(vec![16.0]));
+        assert!(line.contains("16 ms"), "{line}");
+        assert!(line.contains("spends 34.0 µs per request, +14.5 µs more"), "{line}");
+        assert!(line.contains("spend +24.0 µs above that floor"), "{line}");
+        let unmeasured =
+            held_line(&Figure(vec![58.0]), &Figure(vec![19.5]), &Figure(vec![f64::NAN]), &Figure(vec![16.0]));
+        assert_eq!(unmeasured, "");
     }
 }
