@@ -10,7 +10,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use eventgw_loadtest::generator::{Auth, RunConfig};
 use eventgw_loadtest::workload::Workload;
 use eventgw_loadtest::{bench_catalog, connections};
 
@@ -50,17 +49,9 @@ fn the_bench_catalog_has_200_valid_events_and_padding_sets_the_size() {
 #[test]
 fn the_connection_generator_uses_exactly_the_connections_it_is_given() {
     let server = common::Ceiling::start(Duration::from_millis(20));
-    let url = server.url.clone();
-    let catalog = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../schemas");
-    let workload = Arc::new(Workload::from_catalog(&catalog, 2, true, 100).expect("workload"));
-    let config = RunConfig {
-        url,
-        rate: 200.0,
-        duration: Duration::from_secs(1),
-        auth: Auth::WriteKey("k".into()),
-        timeout: Duration::from_secs(10),
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("rt");
+    let workload = common::workload(2, true);
+    let config = common::config(server.url.clone(), 200.0, 1);
+    let runtime = common::runtime();
     // Ten connections carry 200 req/s of a 20 ms server easily (500 req/s).
     let many = runtime.block_on(connections::run(&config, 10, Arc::clone(&workload))).expect("run");
     assert_eq!((many.sent, many.ok, many.failures()), (200, 200, 0));

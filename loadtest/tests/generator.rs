@@ -9,23 +9,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use eventgw_loadtest::client;
-use eventgw_loadtest::generator::{self, Auth, RunConfig};
+use eventgw_loadtest::generator;
 use eventgw_loadtest::workload::Workload;
 
 #[test]
 fn it_hits_the_requested_rate_and_its_histogram_sees_the_known_delay() {
     let server = common::Ceiling::start(Duration::from_millis(20));
-    let url = server.url.clone();
-    let catalog = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../schemas");
-    let workload = Arc::new(Workload::from_catalog(&catalog, 1, false, 100).expect("workload"));
-    let config = RunConfig {
-        url,
-        rate: 200.0,
-        duration: Duration::from_secs(2),
-        auth: Auth::WriteKey("k".into()),
-        timeout: Duration::from_secs(5),
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("rt");
+    let workload = common::workload(1, false);
+    let config = common::config(server.url.clone(), 200.0, 2);
+    let runtime = common::runtime();
     let started = Instant::now();
     let result = runtime.block_on(generator::run(&client().expect("client"), &config, workload, Instant::now()));
     let took = started.elapsed();
@@ -43,17 +35,10 @@ fn it_hits_the_requested_rate_and_its_histogram_sees_the_known_delay() {
 #[test]
 fn the_ceiling_holds_a_request_that_asks_for_it_and_answers_the_rest_at_once() {
     let server = common::Ceiling::start(Duration::ZERO);
-    let catalog = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../schemas");
-    let workload = Arc::new(Workload::from_catalog(&catalog, 1, false, 100).expect("workload"));
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("rt");
+    let workload = common::workload(1, false);
+    let runtime = common::runtime();
     let run = |url: String| {
-        let config = RunConfig {
-            url,
-            rate: 50.0,
-            duration: Duration::from_secs(1),
-            auth: Auth::WriteKey("k".into()),
-            timeout: Duration::from_secs(5),
-        };
+        let config = common::config(url, 50.0, 1);
         runtime.block_on(generator::run(&client().expect("client"), &config, Arc::clone(&workload), Instant::now()))
     };
     let held = run(format!("{}?hold_ms=60", server.url));
