@@ -31,6 +31,22 @@ ensure_build_deps() {
     command -v cargo >/dev/null || die "cargo is not on PATH; install Rust with rustup first"
 }
 
+# The dev config as the benchmarks run it: no quotas (they measure cost, not
+# limits), the catalog and spool at absolute paths (the copy lives elsewhere).
+#   bench_config OUT [PORT] [SPOOL_DIR]   PORT: listen on 127.0.0.1:PORT (else
+#   dev's address); SPOOL_DIR: else the clone's target/spool
+bench_config() {
+    local out="$1" port="${2:-}" spool="${3:-$REPO_ROOT/target/spool}"
+    local listen=()
+    [ -n "$port" ] && listen=(-e "s#^listen = .*#listen = \"127.0.0.1:$port\"#")
+    sed -e 's/^auth_failures = .*//' -e 's/^source = .*//' "${listen[@]}" \
+        -e "s#dir = \"../../schemas\"#dir = \"$REPO_ROOT/schemas\"#" \
+        -e "s#dir = \"../../target/spool\"#dir = \"$spool\"#" "$REPO_ROOT/gateway/config/dev.toml" > "$out"
+}
+
+# CPU ticks (user + system, all threads) process PID has used.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
 # A Java runtime and Maven, to fetch and run the Kafka broker.
 ensure_java() {
     command -v java >/dev/null || ensure_apt openjdk-17-jre-headless
