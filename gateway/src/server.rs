@@ -212,8 +212,27 @@ fn preflight(
 /// Bytes of the request head as sent (names, values, separators), for
 /// `server.max_header_bytes`.
 fn head_bytes(req: &ServiceRequest) -> usize {
-    let line = req.method().as_str().len() + req.uri().to_string().len() + 12;
+    let line = req.method().as_str().len() + target_len(req.uri()) + 12;
     line + req.headers().iter().map(|(name, value)| name.as_str().len() + value.len() + 4).sum::<usize>()
+}
+
+/// `uri.to_string().len()`, counted from its parts without writing it out
+/// (an allocation per request, for a length).
+fn target_len(uri: &actix_web::http::Uri) -> usize {
+    let scheme = uri.scheme_str().map_or(0, |s| s.len() + "://".len());
+    let authority = uri.authority().map_or(0, |a| a.as_str().len());
+    // As `Display`: an asterisk-form target with an authority has no path.
+    let path = if uri.authority().is_some() && uri.path() == "*" { 0 } else { uri.path().len() };
+    scheme + authority + path + uri.query().map_or(0, |q| q.len() + 1)
+}
+
+#[cfg(test)]
+#[test]
+fn a_request_target_is_counted_as_it_is_written() {
+    for target in ["/v1/batch", "/v1/t?writeKey=abc&x=%20", "https://gw.example:8443/v1/p?q", "http://h", "*", "/"] {
+        let uri: actix_web::http::Uri = target.parse().expect("uri");
+        assert_eq!(target_len(&uri), uri.to_string().len(), "{target}");
+    }
 }
 
 fn count(state: &AppState, endpoint: &str, response: &HttpResponse) {
