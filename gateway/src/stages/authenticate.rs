@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use actix_web::http::header::HeaderMap;
+use actix_web::http::header::{HeaderMap, ORIGIN};
 use actix_web::{HttpMessage, HttpRequest, web};
 
 use super::Request;
@@ -33,11 +33,11 @@ pub async fn header(request: &mut Request<'_>, headers: &HeaderMap) -> Result<()
 
 /// Who the request speaks for, from every credential it carries: the
 /// header's principal, `body_key` and the URL's `writeKey`. It is left in
-/// the request's extensions for the CORS middleware.
+/// the request's extensions for the CORS middleware ([`leave_for_cors`]).
 pub fn principal(request: &Request, req: &HttpRequest, body_key: Option<&str>) -> Result<Principal, ApiError> {
     let url_key = url_write_key(req);
     let principal = identify(request, body_key, url_key.as_deref()).inspect_err(|_| request.failed_authentication())?;
-    req.extensions_mut().insert(Authenticated(Arc::clone(&principal.source)));
+    leave_for_cors(req, &principal);
     Ok(principal)
 }
 
@@ -47,7 +47,7 @@ pub fn principal(request: &Request, req: &HttpRequest, body_key: Option<&str>) -
 /// the header's, if any.
 pub fn url_principal(request: &Request, req: &HttpRequest, url_key: Option<&str>) -> Result<Principal, ApiError> {
     let principal = identify(request, None, url_key).inspect_err(|_| request.failed_authentication())?;
-    req.extensions_mut().insert(Authenticated(Arc::clone(&principal.source)));
+    leave_for_cors(req, &principal);
     Ok(principal)
 }
 
@@ -61,8 +61,18 @@ pub fn app_principal<'a>(
     app_ids: impl IntoIterator<Item = &'a str>,
 ) -> Result<Principal, ApiError> {
     let principal = by_app_ids(request, app_ids).inspect_err(|_| request.failed_authentication())?;
-    req.extensions_mut().insert(Authenticated(Arc::clone(&principal.source)));
+    leave_for_cors(req, &principal);
     Ok(principal)
+}
+
+/// Leaves the request's source for the CORS middleware, which reads it only
+/// to answer an `Origin`: a request without one (a server's, an app's)
+/// makes no extension map and does not count the source's shared `Arc` up
+/// and down.
+fn leave_for_cors(req: &HttpRequest, principal: &Principal) {
+    if req.headers().contains_key(ORIGIN) {
+        req.extensions_mut().insert(Authenticated(Arc::clone(&principal.source)));
+    }
 }
 
 fn by_app_ids<'a>(request: &Request, app_ids: impl IntoIterator<Item = &'a str>) -> Result<Principal, ApiError> {

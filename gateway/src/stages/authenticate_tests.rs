@@ -1,7 +1,7 @@
 //! Every credential of a request names one source, or the request is refused
 //! with the code that says why.
 
-use actix_web::http::header::AUTHORIZATION;
+use actix_web::http::header::{AUTHORIZATION, ORIGIN};
 use actix_web::test::TestRequest;
 
 use super::*;
@@ -14,13 +14,23 @@ fn code(error: ApiError) -> &'static str {
 #[actix_web::test]
 async fn a_basic_header_names_its_source() {
     let (state, _) = state(|_| {});
-    let req = TestRequest::default().insert_header((AUTHORIZATION, basic("demo-write-key"))).to_http_request();
-    let mut request = Request::new(&req, &state, "batch");
-    header(&mut request, req.headers()).await.expect("valid key");
-    let found = principal(&request, &req, None).expect("principal");
-    assert_eq!(&*found.source.id, "demo");
-    assert_eq!(found.method.as_str(), "write-key");
-    assert!(req.extensions().get::<Authenticated>().is_some(), "left for the CORS middleware");
+    for origin in [Some("https://shop.example"), None] {
+        let mut req = TestRequest::default().insert_header((AUTHORIZATION, basic("demo-write-key")));
+        if let Some(origin) = origin {
+            req = req.insert_header((ORIGIN, origin));
+        }
+        let req = req.to_http_request();
+        let mut request = Request::new(&req, &state, "batch");
+        header(&mut request, req.headers()).await.expect("valid key");
+        let found = principal(&request, &req, None).expect("principal");
+        assert_eq!(&*found.source.id, "demo");
+        assert_eq!(found.method.as_str(), "write-key");
+        assert_eq!(
+            req.extensions().get::<Authenticated>().is_some(),
+            origin.is_some(),
+            "left for the CORS middleware only when there is an Origin to answer"
+        );
+    }
 }
 
 #[actix_web::test]
