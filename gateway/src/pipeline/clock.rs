@@ -3,7 +3,7 @@
 //! (`receivedAt − sentAt`) within a documented bound, and always written
 //! back as RFC 3339.
 
-use chrono::{DateTime, Datelike, SecondsFormat, TimeDelta, Utc};
+use chrono::{DateTime, Datelike, SecondsFormat, TimeDelta, Timelike, Utc};
 use serde_json::Value;
 
 use crate::compact;
@@ -82,8 +82,35 @@ fn corrected(device: DateTime<Utc>, skew: TimeDelta) -> EventTime {
 /// RFC 3339 with milliseconds and `Z`, the format of every time we write.
 /// Years outside 0000–9999 (which RFC 3339 cannot write) never reach it:
 /// parsed times have four-digit years and corrections stay within them.
+///
+/// Written by hand into one allocation of its exact size: it is written
+/// for every event (its `timestamp`) and every request (`received-at`),
+/// and chrono's formatter went through `fmt` and grew its string (about
+/// 700 instructions a time, 2% of a batched event's own work).
 pub fn format_time(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+    let (year, nanos) = (t.year(), t.timestamp_subsec_nanos());
+    if !(0..=9999).contains(&year) {
+        return t.to_rfc3339_opts(SecondsFormat::Millis, true);
+    }
+    let mut out = *b"0000-00-00T00:00:00.000Z";
+    let mut put = |at: usize, width: usize, mut n: u32| {
+        for i in (at..at + width).rev() {
+            out[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+        }
+    };
+    put(0, 4, year.unsigned_abs());
+    put(5, 2, t.month());
+    put(8, 2, t.day());
+    put(11, 2, t.hour());
+    put(14, 2, t.minute());
+    // A leap second (chrono's nanoseconds past 1e9) is written as :60.
+    put(17, 2, t.second() + u32::from(nanos >= 1_000_000_000));
+    put(20, 3, nanos % 1_000_000_000 / 1_000_000);
+    match std::str::from_utf8(&out) {
+        Ok(text) => text.to_owned(),
+        Err(_) => t.to_rfc3339_opts(SecondsFormat::Millis, true), // never: the bytes are ASCII
+    }
 }
 
 /// A client value for an error message, cut short.
@@ -179,5 +206,32 @@ mod tests {
         assert_eq!(none.timestamp, at("2026-06-01T12:00:00Z"), "no device time: received");
         assert!(time(json!({"timestamp": "soon"}), None, "2026-06-01T12:00:00Z").is_err());
         assert!(time(json!({"timestamp": 5}), None, "2026-06-01T12:00:00Z").is_err());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_time_is_written_as_chrono_writes_it(
+            seconds in 0i64..253_402_300_800, // 0000-01-01 to 9999-12-31, from the epoch back and on
+            nanos in 0u32..2_000_000_000,     // past 1e9: a leap second, where chrono allows one
+            before_epoch in proptest::bool::ANY,
+        ) {
+            let seconds = if before_epoch { -seconds.min(62_167_219_200) } else { seconds };
+            let t = DateTime::from_timestamp(seconds, nanos).or_else(|| DateTime::from_timestamp(seconds, nanos % 1_000_000_000));
+            if let Some(t) = t.filter(|t| (0..=9999).contains(&t.year())) {
+                proptest::prop_assert_eq!(format_time(t), t.to_rfc3339_opts(SecondsFormat::Millis, true));
+            }
+        }
+    }
+
+    #[test]
+    fn a_leap_second_and_the_edges_of_the_years_are_written_as_chrono_writes_them() {
+        let leap = chrono::NaiveDate::from_ymd_opt(2016, 12, 31)
+            .and_then(|d| d.and_hms_milli_opt(23, 59, 59, 1_500))
+            .expect("a leap second")
+            .and_utc();
+        for t in [leap, at("0000-01-01T00:00:00Z"), at("9999-12-31T23:59:59.999Z"), at("2026-12-07T15:04:05.006Z")] {
+            assert_eq!(format_time(t), t.to_rfc3339_opts(SecondsFormat::Millis, true));
+        }
+        assert_eq!(format_time(leap), "2016-12-31T23:59:60.500Z");
     }
 }
