@@ -116,8 +116,12 @@ fn identify(request: &Request, body_key: Option<&str>, url_key: Option<&str>) ->
     principal.ok_or(ApiError::MissingCredentials)
 }
 
-/// The `writeKey` query parameter, if the URL has one.
+/// The `writeKey` query parameter, if the URL has one. Most requests have
+/// no query at all, and reading none builds no map.
 pub fn url_write_key(req: &HttpRequest) -> Option<String> {
+    if req.query_string().is_empty() {
+        return None;
+    }
     web::Query::<HashMap<String, String>>::from_query(req.query_string())
         .ok()
         .and_then(|query| query.into_inner().remove("writeKey"))

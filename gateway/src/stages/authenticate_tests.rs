@@ -75,3 +75,16 @@ async fn a_server_key_may_not_travel_in_a_url() {
     let request = Request::new(&req, &state, "pixel");
     assert_eq!(principal(&request, &req, None).expect("browser key").source.id.as_ref(), "demo");
 }
+
+#[test]
+fn a_url_key_is_read_only_from_a_query_that_names_one() {
+    for (uri, want) in [
+        ("/v1/batch", None),
+        ("/v1/batch?", None),
+        ("/v1/p?data=e30", None),
+        ("/v1/p?data=e30&writeKey=demo-write-key", Some("demo-write-key")),
+    ] {
+        let req = TestRequest::with_uri(uri).to_http_request();
+        assert_eq!(url_write_key(&req).as_deref(), want, "{uri}");
+    }
+}
