@@ -48,7 +48,7 @@ impl Admission<'_> {
     /// Adds `receivedAt`, the corrected `timestamp` (keeping the device's as
     /// `originalTimestamp`) and the client context.
     fn enrich<'r>(&'r self, event: &mut Map<String, Value>, time: &EventTime, splice: &mut ContextSplice<'r>) {
-        event.insert("receivedAt".into(), Value::String(self.received_at_text.to_string()));
+        event.insert("receivedAt".into(), Value::String(String::from(&*self.received_at_text)));
         if let Some(device) = event.remove("timestamp")
             && compact::entry(event, "originalTimestamp").is_none()
         {
