@@ -107,10 +107,8 @@ pub fn format_time(t: DateTime<Utc>) -> String {
     // A leap second (chrono's nanoseconds past 1e9) is written as :60.
     put(17, 2, t.second() + u32::from(nanos >= 1_000_000_000));
     put(20, 3, nanos % 1_000_000_000 / 1_000_000);
-    match std::str::from_utf8(&out) {
-        Ok(text) => text.to_owned(),
-        Err(_) => t.to_rfc3339_opts(SecondsFormat::Millis, true), // never: the bytes are ASCII
-    }
+    // ASCII digits and separators only: borrowed as it is, then copied once.
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// A client value for an error message, cut short.
