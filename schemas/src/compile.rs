@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
-use crate::catalog::{Domain, EventSchema, EventType};
+use crate::catalog::{Domain, EventSchema, EventType, Names};
 use crate::{Catalog, CatalogError, Compatibility, DomainSource, DomainSpec, EventSpec, KeyPath, compat};
 
 impl Catalog {
@@ -16,7 +16,7 @@ impl Catalog {
     /// version keeps its event's compatibility mode with the previous one.
     /// Errors name the file at fault.
     pub fn compile(sources: Vec<DomainSource>) -> Result<Self, CatalogError> {
-        let mut events: HashMap<String, EventType> = HashMap::new();
+        let mut events: Names<EventType> = Names::default();
         let mut defined_in: HashMap<String, String> = HashMap::new();
         let mut topics = BTreeMap::new();
         let mut domains: BTreeMap<String, Domain> = BTreeMap::new();

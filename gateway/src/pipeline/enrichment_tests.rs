@@ -326,3 +326,52 @@ fn what_the_live_view_is_shown_is_what_each_record_holds() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(accepted > 10 && dead > 0, "accepted {accepted}, dead-lettered {dead}");
 }
+
+/// A `messageId` repeated within one request is produced once: each later
+/// copy of an event that was produced is a duplicate of the first one, and
+/// an id whose first event was refused is decided afresh. Enough events and
+/// ids that the request's map of ids holds many and is probed often.
+#[test]
+fn an_id_repeated_in_one_request_is_produced_once() {
+    let dir = std::env::temp_dir().join(format!("eventgw-repeats-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let state = state(&dir, false);
+    let source = state.config.sources[0].id.clone();
+    let principal = state.auth.load().by_write_key(&format!("key-{source}")).expect("source");
+    let request = Request::from_client(&state, "batch", clients(false).remove(0));
+    let admission = crate::stages::admit::admission(&request, &principal, chrono::Utc::now(), None);
+    let kinds = events();
+    let (count, ids) = (240, 61);
+    let batch: Vec<Value> = (0..count)
+        .map(|i| {
+            let mut event = kinds[i % kinds.len()].clone();
+            event["messageId"] = json!(format!("0193a0b4-6c1e-7cc2-9d0e-{:012}", (i * 7) % ids));
+            event
+        })
+        .collect();
+    let planned = admission.admit_all(batch.clone(), Vec::new());
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(planned.len(), count);
+    let mut first_produced: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let (mut duplicates, mut produced) = (0, 0);
+    for (i, event) in batch.iter().enumerate() {
+        let id = event["messageId"].as_str().expect("id");
+        match (first_produced.get(id), &planned[i].verdict) {
+            (Some(first), Verdict::Duplicate { first: said }) => {
+                assert_eq!(said, first, "event {i}: the duplicate of the first produced");
+                duplicates += 1;
+            }
+            (Some(first), other) => panic!("event {i}: a repeat of event {first} was {other:?}"),
+            (None, Verdict::Duplicate { first }) => panic!("event {i}: no earlier event was produced, said {first}"),
+            (None, verdict) => {
+                if verdict.is_produced() {
+                    first_produced.insert(id, i);
+                    produced += 1;
+                }
+            }
+        }
+        assert_eq!(planned[i].message_id.as_deref(), Some(id), "event {i}: its id");
+    }
+    assert_eq!(produced, ids, "one event produced per id");
+    assert_eq!(duplicates, count - ids, "every other event a duplicate");
+}
