@@ -48,7 +48,7 @@ pub fn parse(body: &[u8], limits: JsonLimits) -> Result<Value, WireError> {
     // checked once above, so serde_json does not check each string again.
     let refusal = Cell::new(None);
     let mut de = serde_json::Deserializer::from_str(text);
-    let parsed = StrictValue(&refusal).deserialize(&mut de).and_then(|v| de.end().map(|()| v));
+    let parsed = StrictValue(&refusal, 0).deserialize(&mut de).and_then(|v| de.end().map(|()| v));
     parsed.map_err(|error| errors::classify(body, &error, refusal.take()))
 }
 
@@ -150,9 +150,10 @@ fn check_number(literal: &[u8]) -> Result<(), WireError> {
 
 /// Builds a `serde_json::Value`, refusing duplicate object keys and
 /// non-finite numbers; why it refused is left in the cell, so the error is
-/// classified without reading serde_json's message.
+/// classified without reading serde_json's message. The second field is
+/// the nesting depth of the value it reads (0 for the document).
 #[derive(Clone, Copy)]
-struct StrictValue<'a>(&'a Cell<Option<Strictness>>);
+struct StrictValue<'a>(&'a Cell<Option<Strictness>>, u8);
 
 impl<'de> DeserializeSeed<'de> for StrictValue<'_> {
     type Value = Value;
@@ -196,7 +197,7 @@ impl<'de> Visitor<'de> for StrictValue<'_> {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
-        while let Some(item) = seq.next_element_seed(self)? {
+        while let Some(item) = seq.next_element_seed(self.deeper())? {
             items.push(item);
         }
         Ok(Value::Array(items))
@@ -210,15 +211,15 @@ impl<'de> Visitor<'de> for StrictValue<'_> {
             if small.iter().any(|(taken, _)| *taken == key) {
                 return Err(self.duplicate(&key));
             }
-            let value = map.next_value_seed(self)?;
+            let value = map.next_value_seed(self.deeper())?;
             small.push((key, value));
             if small.len() == SMALL_OBJECT {
-                let mut object = Map::with_capacity(2 * SMALL_OBJECT);
+                let mut object = Map::with_capacity(2 * SMALL_OBJECT + self.room());
                 object.extend(small.drain(..));
                 return self.rest_of_map(map, object);
             }
         }
-        let mut object = Map::with_capacity(small.len());
+        let mut object = Map::with_capacity(small.len() + self.room());
         object.extend(small);
         Ok(Value::Object(object))
     }
@@ -227,7 +228,28 @@ impl<'de> Visitor<'de> for StrictValue<'_> {
 /// Objects with up to this many keys are gathered on the stack first.
 const SMALL_OBJECT: usize = 12;
 
+/// The entries enrichment may add to an event (`receivedAt`,
+/// `originalTimestamp`, `context`, `messageId`, `userId`): room left in the
+/// objects that can be events, so that adding them neither moves the map's
+/// entries nor rebuilds its table.
+const ENRICHMENT_ROOM: usize = 4;
+
+/// The deepest an event can be: the document itself, or an element of an
+/// array in it (`{"batch": [event, ...]}`).
+const EVENT_DEPTH: u8 = 2;
+
 impl StrictValue<'_> {
+    /// The same, for a value nested one level deeper.
+    fn deeper(self) -> Self {
+        Self(self.0, self.1.saturating_add(1))
+    }
+
+    /// Room beyond its own entries for an object at this depth
+    /// ([`ENRICHMENT_ROOM`] where it can be an event).
+    fn room(self) -> usize {
+        if self.1 <= EVENT_DEPTH { ENRICHMENT_ROOM } else { 0 }
+    }
+
     /// Reads the rest of a large object into `object`, one hash per key:
     /// the vacant slot is held while the value is read.
     fn rest_of_map<'de, A: MapAccess<'de>>(
@@ -240,7 +262,7 @@ impl StrictValue<'_> {
                 serde_json::map::Entry::Vacant(slot) => slot,
                 serde_json::map::Entry::Occupied(taken) => return Err(self.duplicate(taken.key())),
             };
-            slot.insert(map.next_value_seed(self)?);
+            slot.insert(map.next_value_seed(self.deeper())?);
         }
         Ok(Value::Object(object))
     }
