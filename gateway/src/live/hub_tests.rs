@@ -108,6 +108,13 @@ fn filters_match_status_name_and_user() {
     assert!(filter(r#"{"event":"Order Completed","user":"u1"}"#).admits(&e));
     assert!(!filter(r#"{"user":"u2"}"#).admits(&e));
     assert_eq!(EventStatus::Invalid.as_str(), e.status);
+    // Spaces around the texts and empty list items are ignored; a list of
+    // nothing but separators wants no status at all.
+    assert!(filter(r#"{"status":" accepted , invalid ","event":" Order Completed "}"#).admits(&e));
+    assert!(!filter(r#"{"status":" accepted ,, "}"#).admits(&e));
+    assert!(!filter(r#"{"status":","}"#).admits(&e));
+    assert!(filter(r#"{"status":"  ","user":" "}"#).prepared().admits_all(), "blank texts filter nothing");
+    assert!(!filter(r#"{"status":"invalid"}"#).prepared().admits_all());
 }
 
 #[actix_rt::test]

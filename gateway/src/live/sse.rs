@@ -10,6 +10,7 @@ use std::time::Duration;
 use actix_web::web::Bytes;
 use futures::{Stream, StreamExt};
 
+use super::filter::Prepared;
 use super::{Filter, Next, Published, Viewer};
 
 /// Least time between two chunks of events to one viewer. A busy
@@ -44,7 +45,7 @@ pub fn stream(
     heartbeat: Duration,
 ) -> impl Stream<Item = Result<Bytes, std::convert::Infallible>> {
     let opening = futures::stream::once(async { Ok(Bytes::from_static(OPENING.as_bytes())) });
-    let state = Some(Open { viewer, filter, paced: false, ready: VecDeque::new() });
+    let state = Some(Open { viewer, filter: filter.prepared(), paced: false, ready: VecDeque::new() });
     let rest = futures::stream::unfold(state, move |open| async move {
         let mut open = open?;
         if let Some(next) = open.ready.pop_front() {
@@ -98,7 +99,7 @@ pub fn stream(
 /// A viewer's stream between chunks.
 struct Open {
     viewer: Viewer,
-    filter: Filter,
+    filter: Prepared,
     /// Events were just sent: wait [`PACE`] before looking again.
     paced: bool,
     /// Slices ready to go before the viewer looks again.
@@ -109,7 +110,7 @@ struct Open {
 /// they make: frames next to each other in one request's buffer are one
 /// slice of it (a viewer of every event sends each request's buffer whole,
 /// looking at none of its events).
-fn slices(requests: &[Arc<Published>], filter: &Filter) -> VecDeque<Bytes> {
+fn slices(requests: &[Arc<Published>], filter: &Prepared) -> VecDeque<Bytes> {
     let mut out = VecDeque::new();
     let everything = filter.admits_all();
     for request in requests {
