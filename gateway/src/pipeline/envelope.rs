@@ -90,14 +90,28 @@ pub fn check_message_id(id: &str) -> Result<(), String> {
     if id.is_empty() || id.len() > MAX_MESSAGE_ID_LEN {
         return Err(format!("`messageId` must be a non-empty string of at most {MAX_MESSAGE_ID_LEN} bytes"));
     }
+    // Almost every id is printable ASCII (a UUID): then it has no control
+    // character, and its only possible white space is a space, so its ends
+    // are all there is to check. Anything else is read as characters.
+    let bytes = id.as_bytes();
+    let printable = bytes.iter().all(|b| (b' '..=b'~').contains(b));
+    if printable {
+        if bytes.first() == Some(&b' ') || bytes.last() == Some(&b' ') {
+            return Err(EDGE_SPACE.into());
+        }
+        return Ok(());
+    }
     if id.chars().any(char::is_control) {
         return Err("`messageId` must not contain control characters (NUL, newlines, tabs, ...)".into());
     }
     if id.trim() != id {
-        return Err("`messageId` must not begin or end with white space".into());
+        return Err(EDGE_SPACE.into());
     }
     Ok(())
 }
+
+/// The refusal of a `messageId` that begins or ends with white space.
+const EDGE_SPACE: &str = "`messageId` must not begin or end with white space";
 
 /// The rules every record key obeys, whatever the route: present, not
 /// empty, at most [`MAX_KEY_BYTES`].
@@ -115,7 +129,47 @@ pub fn check_key(key: &str) -> Result<(), EnvelopeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
+
+    /// The rules of [`check_message_id`] as characters, without its
+    /// printable-ASCII shortcut.
+    fn by_characters(id: &str) -> Result<(), String> {
+        if id.is_empty() || id.len() > MAX_MESSAGE_ID_LEN {
+            return Err("length".into());
+        }
+        if id.chars().any(char::is_control) {
+            return Err("control".into());
+        }
+        if id.trim() != id {
+            return Err("space".into());
+        }
+        Ok(())
+    }
+
+    proptest! {
+        /// The shortcut decides every id as the character rules do: ASCII
+        /// and not, spaces, tabs, DEL, C1 controls, Unicode white space.
+        #[test]
+        fn the_ascii_shortcut_decides_ids_as_the_character_rules_do(
+            id in prop_oneof!["[ a~]{0,6}", "[ -~]{0,40}", "[ a\\t\\n\u{7f}\u{85}\u{a0}\u{2003}\u{3000}é😀]{0,8}"]
+        ) {
+            prop_assert_eq!(check_message_id(&id).is_ok(), by_characters(&id).is_ok(), "{:?}", id);
+        }
+    }
+
+    #[test]
+    fn ids_with_space_or_controls_are_refused_and_uuids_pass() {
+        assert!(check_message_id("0193a0b4-6c1e-7cc2-9d0e-000000000001").is_ok());
+        assert!(check_message_id("order 17 / retry 2").is_ok(), "inner spaces are fine");
+        assert_eq!(check_message_id(" a").unwrap_err(), EDGE_SPACE);
+        assert_eq!(check_message_id("a ").unwrap_err(), EDGE_SPACE);
+        assert_eq!(check_message_id("a\u{3000}").unwrap_err(), EDGE_SPACE, "Unicode white space at an end");
+        assert!(check_message_id("a\tb").unwrap_err().contains("control"));
+        assert!(check_message_id("a\u{7f}b").unwrap_err().contains("control"), "DEL");
+        assert!(check_message_id("a\u{85}b").unwrap_err().contains("control"), "a C1 control");
+        assert!(check_message_id("").is_err());
+    }
 
     fn normalized(event: Value) -> Result<Value, EnvelopeError> {
         let Value::Object(mut map) = event else { panic!("object") };
