@@ -32,12 +32,8 @@ impl Filter {
         given(&self.source)
     }
 
-    /// Whether every event passes (no filter given but the source).
-    pub fn admits_all(&self) -> bool {
-        given(&self.status).is_none() && given(&self.event).is_none() && given(&self.user).is_none()
-    }
-
-    /// Whether `event` passes every filter given.
+    /// Whether `event` passes every filter given (for one event; a stream
+    /// checks many with its [`Prepared`] filter).
     pub fn admits(&self, event: &Row) -> bool {
         self.prepared().admits(event)
     }
