@@ -292,10 +292,21 @@ mod tests {
 
     #[test]
     fn unsigned_integers_are_written_in_decimal() {
-        for n in [0, 7, 10, 99, 1_000_000, u64::MAX] {
-            let mut out = Vec::new();
+        for n in [0, 7, 9, 10, 99, 100, 101, 999, 1000, 1_000_000, 10u64.pow(19), u64::MAX] {
+            let mut out = b"x".to_vec();
             write_uint(&mut out, n);
-            assert_eq!(out, n.to_string().into_bytes());
+            assert_eq!(out, format!("x{n}").into_bytes(), "after what is there");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn any_unsigned_integer_is_written_as_rust_writes_it(n in any::<u64>(), small in 0u64..100_000) {
+            for n in [n, small] {
+                let mut out = Vec::new();
+                write_uint(&mut out, n);
+                prop_assert_eq!(out, n.to_string().into_bytes());
+            }
         }
     }
 
