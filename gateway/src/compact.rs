@@ -7,37 +7,12 @@
 //! bytes are checked eight at a time and copied in runs, which is most of
 //! the difference (a record is mostly strings that need no escape).
 //!
-//! Read by key: with `preserve_order` a `serde_json` map is an `IndexMap`
-//! under std's SipHash, about 200 instructions per look-up of a short key.
-//! An event's objects are small, and comparing a dozen keys' lengths (and
-//! the few of the same length byte for byte) costs a fraction of that.
+//! Read by key: [`entry`], [`entry_mut`] and [`field`] are the catalog's
+//! (`eventgw_schemas::lookup`), which reads small maps without hashing.
 
 use serde_json::{Map, Number, Value};
 
-/// Objects of up to this many entries are searched in order, larger ones
-/// by hash: the scan stays bounded whatever a client sends.
-const SCANNED_ENTRIES: usize = 16;
-
-/// `map[key]`: a small map searched in order, a large one by hash.
-pub fn entry<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
-    if map.len() > SCANNED_ENTRIES {
-        return map.get(key);
-    }
-    map.iter().find_map(|(k, v)| (k == key).then_some(v))
-}
-
-/// `map[key]` to change, found as [`entry`] finds it.
-pub fn entry_mut<'a>(map: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Value> {
-    if map.len() > SCANNED_ENTRIES {
-        return map.get_mut(key);
-    }
-    map.iter_mut().find_map(|(k, v)| (k == key).then_some(v))
-}
-
-/// `value[key]` when `value` is an object, as [`entry`] finds it.
-pub fn field<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
-    value.as_object().and_then(|map| entry(map, key))
-}
+pub use eventgw_schemas::lookup::{entry, entry_mut, field};
 
 /// Appends `value` as compact JSON.
 pub fn write_value(out: &mut Vec<u8>, value: &Value) {
@@ -274,6 +249,7 @@ mod tests {
 
     #[test]
     fn a_field_is_found_by_order_in_small_maps_and_by_hash_in_large_ones() {
+        use eventgw_schemas::lookup::SCANNED_ENTRIES;
         for size in [0, 1, SCANNED_ENTRIES, SCANNED_ENTRIES + 1, 3 * SCANNED_ENTRIES] {
             let map: Map<String, Value> = (0..size).map(|i| (format!("k{i}"), json!(i))).collect();
             let value = Value::Object(map.clone());

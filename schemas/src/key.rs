@@ -28,7 +28,7 @@ impl KeyPath {
     /// The key of `event`, or `None` when no candidate field is present.
     pub fn extract(&self, event: &Value) -> Option<String> {
         self.candidates.iter().find_map(|segments| {
-            let value = segments.iter().try_fold(event, |node, segment| child(node, segment))?;
+            let value = segments.iter().try_fold(event, |node, segment| crate::lookup::field(node, segment))?;
             match value {
                 Value::String(s) if !s.is_empty() => Some(s.clone()),
                 Value::Number(n) => Some(n.to_string()),
@@ -46,17 +46,6 @@ impl KeyPath {
     pub fn describe(&self) -> String {
         let names: Vec<String> = self.candidates.iter().map(|s| s.join(".")).collect();
         names.join(" or ")
-    }
-}
-
-/// `node`'s field `name`: a small object's entries read in order (a
-/// `serde_json` map looks a key up by SipHash, which costs more than
-/// comparing a few short names), a larger one's by hash.
-fn child<'v>(node: &'v Value, name: &str) -> Option<&'v Value> {
-    match node {
-        Value::Object(map) if map.len() <= 16 => map.iter().find_map(|(k, v)| (k == name).then_some(v)),
-        Value::Object(map) => map.get(name),
-        _ => None,
     }
 }
 

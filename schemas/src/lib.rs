@@ -12,6 +12,7 @@ mod error;
 mod key;
 #[cfg(feature = "fs")]
 pub mod loader;
+pub mod lookup;
 mod personal;
 mod spec;
 

@@ -228,10 +228,11 @@ impl<'de> Visitor<'de> for StrictValue<'_> {
 /// Objects with up to this many keys are gathered on the stack first.
 const SMALL_OBJECT: usize = 12;
 
-/// The entries enrichment may add to an event (`receivedAt`,
-/// `originalTimestamp`, `context`, `messageId`, `userId`): room left in the
-/// objects that can be events, so that adding them neither moves the map's
-/// entries nor rebuilds its table.
+/// Room left in the objects that can be events for the entries admission
+/// adds, so that adding them neither moves the map's entries nor rebuilds
+/// its table: `receivedAt` and `originalTimestamp` (the corrected
+/// `timestamp` takes the place of the removed one), and two of `context`,
+/// `messageId` and `userId` when the client sent none.
 const ENRICHMENT_ROOM: usize = 4;
 
 /// The deepest an event can be: the document itself, or an element of an
