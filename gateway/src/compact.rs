@@ -56,12 +56,13 @@ pub fn write_str(out: &mut Vec<u8>, text: &str) {
     out.reserve(bytes.len() + 2);
     out.push(b'"');
     let mut run = 0;
-    for (at, escape) in escapes(bytes) {
+    loop {
+        let at = plain_until(bytes, run);
         out.extend_from_slice(&bytes[run..at]);
-        out.extend_from_slice(escape);
+        let Some(&byte) = bytes.get(at) else { break };
+        out.extend_from_slice(escape_of(byte));
         run = at + 1;
     }
-    out.extend_from_slice(&bytes[run..]);
     out.push(b'"');
 }
 
@@ -136,25 +137,33 @@ fn number_len(number: &Number) -> usize {
 /// The first byte at or after `at` that a JSON string must escape (a
 /// control character, `"` or `\`), or `bytes.len()`: where a string's
 /// plain run ends, for writing it and for finding its end when reading.
+///
+/// Eight bytes at a time, the last few too: a string's tail of four to
+/// seven bytes is read as two overlapping halves of a word, so the short
+/// texts records are made of (keys, ids, names) are checked without a loop
+/// over their bytes; only a tail under four bytes, or a word that holds a
+/// byte to escape, is looked at byte by byte.
 pub fn plain_until(bytes: &[u8], mut at: usize) -> usize {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
-    const SPACES: u64 = u64::from_ne_bytes([0x20; 8]);
-    const QUOTES: u64 = u64::from_ne_bytes([b'"'; 8]);
-    const BACKSLASHES: u64 = u64::from_ne_bytes([b'\\'; 8]);
-    // Whether a byte of `word` is zero (exact as to whether, not which).
-    let has_zero = |word: u64| word.wrapping_sub(ONES) & !word & HIGHS != 0;
     while let Some(chunk) = bytes.get(at..at + 8) {
         let mut eight = [0; 8];
         eight.copy_from_slice(chunk);
-        let word = u64::from_ne_bytes(eight);
-        // A byte below 0x20 (bytes of 0x80 and above have the high bit set
-        // in `word`, so `!word` clears them), a quote or a backslash.
-        let control = word.wrapping_sub(SPACES) & !word & HIGHS != 0;
-        if control || has_zero(word ^ QUOTES) || has_zero(word ^ BACKSLASHES) {
-            break;
+        let flagged = to_escape(u64::from_le_bytes(eight));
+        if flagged != 0 {
+            // The lowest flag is exact (a false one can only follow a true
+            // one), and little-endian puts the first byte lowest.
+            return at + (flagged.trailing_zeros() / 8) as usize;
         }
         at += 8;
+    }
+    let rest = bytes.len().saturating_sub(at);
+    if rest >= 4 {
+        let (mut low, mut high) = ([0; 4], [0; 4]);
+        low.copy_from_slice(&bytes[at..at + 4]);
+        high.copy_from_slice(&bytes[bytes.len() - 4..]);
+        let word = u64::from(u32::from_le_bytes(low)) | (u64::from(u32::from_le_bytes(high)) << 32);
+        if to_escape(word) == 0 {
+            return bytes.len();
+        }
     }
     while let Some(&byte) = bytes.get(at) {
         if byte < 0x20 || byte == b'"' || byte == b'\\' {
@@ -163,6 +172,21 @@ pub fn plain_until(bytes: &[u8], mut at: usize) -> usize {
         at += 1;
     }
     at
+}
+
+/// `word` with the high bit of each byte a JSON string must escape set (a
+/// control character, `"` or `\`); 0 when none is. The lowest set bit is
+/// exact; above it a byte may be flagged that needs no escape.
+fn to_escape(word: u64) -> u64 {
+    const ONES: u64 = u64::from_le_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
+    const SPACES: u64 = u64::from_le_bytes([0x20; 8]);
+    const QUOTES: u64 = u64::from_le_bytes([b'"'; 8]);
+    const BACKSLASHES: u64 = u64::from_le_bytes([b'\\'; 8]);
+    // The bytes below `n` of `word`: a byte of 0x80 and above has its high
+    // bit set in `word`, so `!word` clears it.
+    let below = |word: u64, n: u64| word.wrapping_sub(n) & !word & HIGHS;
+    below(word, SPACES) | below(word ^ QUOTES, ONES) | below(word ^ BACKSLASHES, ONES)
 }
 
 /// How serde_json escapes `byte` (one that [`plain_until`] stops at).
@@ -316,6 +340,34 @@ mod tests {
                     .prop_map(|entries| Value::Object(entries.into_iter().collect())),
             ]
         })
+    }
+
+    /// Where a naive reading finds the first byte to escape from `at` on.
+    fn first_to_escape(bytes: &[u8], at: usize) -> usize {
+        (at..bytes.len()).find(|&i| bytes[i] < 0x20 || bytes[i] == b'"' || bytes[i] == b'\\').unwrap_or(bytes.len())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+
+        // Words, overlapping tails and the byte loop each decide some
+        // lengths and places: strings of 0 to 40 bytes, mostly plain, with
+        // bytes to escape (and their neighbours 0x1f/0x20, 0x21/0x23, 0x5b/0x5d
+        // and bytes of 0x80 and above, which borrows could mistake) anywhere.
+        #[test]
+        fn the_first_byte_to_escape_is_found_wherever_it_is(
+            bytes in prop::collection::vec(
+                prop_oneof![
+                    6 => 0x61u8..0x7b,
+                    1 => prop::sample::select(vec![0u8, 0x1f, 0x20, 0x21, b'"', 0x23, 0x5b, b'\\', 0x5d, 0x7f, 0x80, 0xa2, 0xdc, 0xff]),
+                ],
+                0..40,
+            ),
+            from in 0usize..41,
+        ) {
+            let at = from.min(bytes.len());
+            prop_assert_eq!(plain_until(&bytes, at), first_to_escape(&bytes, at));
+        }
     }
 
     proptest! {
