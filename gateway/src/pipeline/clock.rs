@@ -107,8 +107,9 @@ pub fn format_time(t: DateTime<Utc>) -> String {
     // A leap second (chrono's nanoseconds past 1e9) is written as :60.
     put(17, 2, t.second() + u32::from(nanos >= 1_000_000_000));
     put(20, 3, nanos % 1_000_000_000 / 1_000_000);
-    // ASCII digits and separators only: borrowed as it is, then copied once.
-    String::from_utf8_lossy(&out).into_owned()
+    // ASCII digits and separators only, so valid UTF-8: copied once (the
+    // lossy conversion walked its chunks, about 180 instructions a time).
+    String::from_utf8(out.to_vec()).unwrap_or_default()
 }
 
 /// A client value for an error message, cut short.
