@@ -182,8 +182,11 @@ impl<'a> EdgeRequest<'a> {
         if let Some(warning) = consent_warning {
             marks.headers.push(("consent-warning", warning.into()));
         }
-        if let Some(Value::Object(context)) = compact::entry_mut(event, "context") {
-            self.client_context(context, splice, &mut marks);
+        match compact::entry_mut(event, "context") {
+            Some(Value::Object(context)) => self.client_context(context, splice, &mut marks),
+            // An event without one: enrichment's `context` is the splice's.
+            None => self.client_context(&mut Map::new(), splice, &mut marks),
+            Some(_) => {}
         }
         self.personal_data(name, event, Some(splice));
         marks
@@ -271,10 +274,21 @@ impl<'a> EdgeRequest<'a> {
             return;
         }
         let Some(fields) = self.catalog.event(name).map(|e| e.personal()).filter(|f| !f.is_empty()) else { return };
-        if let (Some(splice), Some(Value::Object(context))) = (splice, event.get_mut("context"))
-            && fields.iter().any(|f| f.segments.first().is_some_and(|s| s == "context"))
-        {
-            splice.materialize(context);
+        if let Some(splice) = splice {
+            // The actions work on the maps they reach as enrichment left
+            // them: the event's own, when a field is one of its entries (an
+            // action on a top-level key can remove it, which moves the last
+            // entry, and the last may be the splice's) or in `context`
+            // (which the splice holds for an event that had none), and
+            // `context`.
+            if fields.iter().any(|f| f.segments.len() == 1 || f.segments.first().is_some_and(|s| s == "context")) {
+                splice.materialize_top(event);
+            }
+            if let Some(Value::Object(context)) = event.get_mut("context")
+                && fields.iter().any(|f| f.segments.first().is_some_and(|s| s == "context"))
+            {
+                splice.materialize(context);
+            }
         }
         let done = self.personal.apply(fields, event).unwrap_or_else(|error| {
             // The key store failed: nothing personal may pass in clear.

@@ -27,6 +27,12 @@ pub enum Fragment<'r> {
     Json(&'r RawValue),
     /// JSON kept by a cache shared across requests.
     Shared(Arc<RawValue>),
+    /// The value taken out of the event (the device's `timestamp`, kept as
+    /// `originalTimestamp`): [`ContextSplice::device`].
+    Device,
+    /// `context`, for an event that had none: an empty map with the
+    /// splice's `context` entries.
+    Context,
 }
 
 impl Fragment<'_> {
@@ -36,13 +42,16 @@ impl Fragment<'_> {
             // A fragment's text is JSON (RawValue checked it).
             Self::Json(raw) => serde_json::from_str(raw.get()).unwrap_or(Value::Null),
             Self::Shared(raw) => serde_json::from_str(raw.get()).unwrap_or(Value::Null),
+            // Resolved by the splice that holds them (`resolve`).
+            Self::Device => Value::Null,
+            Self::Context => Value::Object(Map::new()),
         }
     }
 
     fn as_str(&self) -> Option<&str> {
         match self {
             Self::Text(text) => Some(text),
-            Self::Json(_) | Self::Shared(_) => None,
+            Self::Json(_) | Self::Shared(_) | Self::Device | Self::Context => None,
         }
     }
 }
@@ -54,6 +63,8 @@ impl Fragment<'_> {
             Self::Text(text) => compact::write_str(out, text),
             Self::Json(raw) => out.extend_from_slice(raw.get().as_bytes()),
             Self::Shared(raw) => out.extend_from_slice(raw.get().as_bytes()),
+            // Written by the splice that holds them.
+            Self::Device | Self::Context => {}
         }
     }
 }
@@ -87,7 +98,7 @@ struct Inline<T, const N: usize> {
 
 impl<T, const N: usize> Default for Inline<T, N> {
     fn default() -> Self {
-        Self { items: std::array::from_fn(|_| None), len: 0 }
+        Self { items: [const { None }; N], len: 0 }
     }
 }
 
@@ -133,22 +144,20 @@ impl<T, const N: usize> Inline<T, N> {
     }
 }
 
-/// What enrichment did to one event's `context`: entries of the client's
-/// map it replaced (in place, or, after a removal, by another entry) and
-/// entries it added after the client's, in order.
+/// What enrichment did to one of the client's maps (the event, or its
+/// `context`): entries of it replaced (in place, or, after a removal, by
+/// another entry) and entries added after the client's, in order.
 #[derive(Debug, Default)]
-pub struct ContextSplice<'r> {
+struct Entries<'r> {
     /// By the client's key: the entry now in that key's place.
     replaced: Inline<(&'static str, Entry<'r>), MAX_REPLACED>,
     /// Entries after the client's.
     added: Inline<Entry<'r>, MAX_ADDED>,
-    /// The address enrichment wrote as `context.ip`, if it wrote one.
-    pub ip: Option<IpAddr>,
 }
 
-impl<'r> ContextSplice<'r> {
+impl<'r> Entries<'r> {
     /// Whether nothing was added or replaced.
-    pub fn is_empty(&self) -> bool {
+    fn is_empty(&self) -> bool {
         self.replaced.len == 0 && self.added.len == 0
     }
 
@@ -160,14 +169,14 @@ impl<'r> ContextSplice<'r> {
     }
 
     /// Whether `context` holds `key` now.
-    pub fn contains(&self, context: &Map<String, Value>, key: &str) -> bool {
+    fn contains(&self, context: &Map<String, Value>, key: &str) -> bool {
         self.added.iter().any(|e| e.key == key)
             || self.replaced.iter().any(|(_, e)| e.key == key)
             || self.client_has(context, key)
     }
 
     /// `context[key]` now, when it is a string.
-    pub fn text<'s>(&'s self, context: &'s Map<String, Value>, key: &str) -> Option<&'s str> {
+    fn text<'s>(&'s self, context: &'s Map<String, Value>, key: &str) -> Option<&'s str> {
         if let Some(entry) = self.added.iter().chain(self.replaced.iter().map(|(_, e)| e)).find(|e| e.key == key) {
             return entry.value.as_str();
         }
@@ -175,7 +184,7 @@ impl<'r> ContextSplice<'r> {
     }
 
     /// `context.insert(key, value)`: in the key's place if present, last otherwise.
-    pub fn set(&mut self, context: &Map<String, Value>, key: &'static str, value: Fragment<'r>) {
+    fn set(&mut self, context: &Map<String, Value>, key: &'static str, value: Fragment<'r>) {
         let added = self.added.position(|e| e.key == key);
         if let Some(entry) = added.and_then(|i| self.added.get_mut(i)) {
             entry.value = value;
@@ -194,7 +203,7 @@ impl<'r> ContextSplice<'r> {
     }
 
     /// `context.remove(key)`, a swap-remove: the last entry takes its place.
-    pub fn remove(&mut self, context: &mut Map<String, Value>, key: &'static str) {
+    fn remove(&mut self, context: &mut Map<String, Value>, key: &'static str) {
         if let Some(index) = self.added.position(|e| e.key == key) {
             self.added.swap_remove(index);
             return;
@@ -225,42 +234,150 @@ impl<'r> ContextSplice<'r> {
     }
 
     /// Writes the fragments into `context` as values, leaving the splice
-    /// empty: for the rare event whose personal-data actions reach into
-    /// `context`, which then work on the map as it would be.
-    pub fn materialize(&mut self, context: &mut Map<String, Value>) {
+    /// empty; [`Fragment::Device`] is `device`'s value, taken.
+    fn materialize(&mut self, context: &mut Map<String, Value>, device: &mut Option<Value>) {
         if self.is_empty() {
             return;
         }
+        let mut value_of = |fragment: &Fragment<'_>| match fragment {
+            Fragment::Device => device.take().unwrap_or(Value::Null),
+            other => other.to_value(),
+        };
         let client = std::mem::take(context);
         for (key, value) in client {
             match self.replaced.iter().find(|(at, _)| *at == key) {
-                Some((_, entry)) => context.insert(entry.key.to_owned(), entry.value.to_value()),
+                Some((_, entry)) => context.insert(entry.key.to_owned(), value_of(&entry.value)),
                 None => context.insert(key, value),
             };
         }
         for entry in self.added.iter() {
-            context.insert(entry.key.to_owned(), entry.value.to_value());
+            context.insert(entry.key.to_owned(), value_of(&entry.value));
         }
         self.replaced.clear();
         self.added.clear();
     }
+}
 
-    /// The record text of `event`, whose `context` this splice belongs to:
-    /// compact JSON, as serde_json would write the map with the splice's
-    /// entries inserted and removed.
+/// What enrichment did to one event: its top-level entries (`receivedAt`,
+/// `timestamp`, `originalTimestamp`) and its `context`'s (`ip`, `userAgent`,
+/// `agent`, `bot`, `geo`, `ipHash`), each kept beside the client's map.
+#[derive(Debug, Default)]
+pub struct ContextSplice<'r> {
+    /// The event's own entries.
+    top: Entries<'r>,
+    /// Its `context`'s.
+    context: Entries<'r>,
+    /// The device's `timestamp`, taken out of the event to be written as
+    /// `originalTimestamp` ([`Fragment::Device`]).
+    device: Option<Value>,
+    /// The address enrichment wrote as `context.ip`, if it wrote one.
+    pub ip: Option<IpAddr>,
+}
+
+impl<'r> ContextSplice<'r> {
+    /// Whether nothing was added to or replaced in `context`.
+    pub fn is_empty(&self) -> bool {
+        self.context.is_empty()
+    }
+
+    /// Whether `context` holds `key` now.
+    pub fn contains(&self, context: &Map<String, Value>, key: &str) -> bool {
+        self.context.contains(context, key)
+    }
+
+    /// `context[key]` now, when it is a string.
+    pub fn text<'s>(&'s self, context: &'s Map<String, Value>, key: &str) -> Option<&'s str> {
+        self.context.text(context, key)
+    }
+
+    /// `context.insert(key, value)`: in the key's place if present, last otherwise.
+    pub fn set(&mut self, context: &Map<String, Value>, key: &'static str, value: Fragment<'r>) {
+        self.context.set(context, key, value);
+    }
+
+    /// `context.remove(key)`, a swap-remove: the last entry takes its place.
+    pub fn remove(&mut self, context: &mut Map<String, Value>, key: &'static str) {
+        self.context.remove(context, key);
+    }
+
+    /// Writes the fragments into `context` as values, leaving the splice of
+    /// `context` empty: for the rare event whose personal-data actions
+    /// reach into `context`, which then work on the map as it would be.
+    pub fn materialize(&mut self, context: &mut Map<String, Value>) {
+        self.context.materialize(context, &mut None);
+    }
+
+    /// Whether `event` holds `key` now.
+    pub fn top_contains(&self, event: &Map<String, Value>, key: &str) -> bool {
+        self.top.contains(event, key)
+    }
+
+    /// `event.insert(key, value)`, as [`Self::set`] on the event itself.
+    pub fn set_top(&mut self, event: &Map<String, Value>, key: &'static str, value: Fragment<'r>) {
+        self.top.set(event, key, value);
+    }
+
+    /// `event.remove(key)`, as [`Self::remove`] on the event itself.
+    pub fn remove_top(&mut self, event: &mut Map<String, Value>, key: &'static str) {
+        self.top.remove(event, key);
+    }
+
+    /// Writes the event's own fragments into `event` as values: for an
+    /// event whose personal-data actions then work on the map as it would
+    /// be.
+    pub fn materialize_top(&mut self, event: &mut Map<String, Value>) {
+        self.top.materialize(event, &mut self.device);
+    }
+
+    /// `event.insert(key, device)` for the value taken out of the event.
+    pub fn set_device_top(&mut self, event: &Map<String, Value>, key: &'static str, device: Value) {
+        self.device = Some(device);
+        self.top.set(event, key, Fragment::Device);
+    }
+
+    /// Appends a top-level entry's value: a fragment as JSON, the device's
+    /// value, or the `context` of an event that had none.
+    fn write_top(&self, out: &mut Vec<u8>, value: &Fragment<'_>) {
+        match value {
+            Fragment::Device => compact::write_value(out, self.device.as_ref().unwrap_or(&Value::Null)),
+            Fragment::Context => self.write_context(out, &Map::new()),
+            other => other.write(out),
+        }
+    }
+
+    /// The record text of `event`, whose entries and `context` this splice
+    /// belongs to: compact JSON, as serde_json would write the map with the
+    /// splice's entries inserted and removed.
     pub fn write(&self, event: &Map<String, Value>, capacity: usize) -> Vec<u8> {
         let mut out = Vec::with_capacity(capacity);
         out.push(b'{');
-        for (i, (key, value)) in event.iter().enumerate() {
-            if i > 0 {
+        let mut first = true;
+        let mut key_of = |out: &mut Vec<u8>, key: &str| {
+            if !first {
                 out.push(b',');
             }
-            compact::write_str(&mut out, key);
+            first = false;
+            compact::write_str(out, key);
             out.push(b':');
-            match value {
-                Value::Object(context) if key == "context" => self.write_context(&mut out, context),
-                _ => compact::write_value(&mut out, value),
+        };
+        for (key, value) in event {
+            match self.top.replaced.iter().find(|(at, _)| at == key) {
+                Some((_, entry)) => {
+                    key_of(&mut out, entry.key);
+                    self.write_top(&mut out, &entry.value);
+                }
+                None => {
+                    key_of(&mut out, key);
+                    match value {
+                        Value::Object(context) if key == "context" => self.write_context(&mut out, context),
+                        _ => compact::write_value(&mut out, value),
+                    }
+                }
             }
+        }
+        for entry in self.top.added.iter() {
+            key_of(&mut out, entry.key);
+            self.write_top(&mut out, &entry.value);
         }
         out.push(b'}');
         out
@@ -280,7 +397,7 @@ impl<'r> ContextSplice<'r> {
             out.push(b':');
         };
         for (key, value) in context {
-            match self.replaced.iter().find(|(at, _)| at == key) {
+            match self.context.replaced.iter().find(|(at, _)| at == key) {
                 Some((_, entry)) => {
                     key_of(out, entry.key);
                     entry.value.write(out);
@@ -291,7 +408,7 @@ impl<'r> ContextSplice<'r> {
                 }
             }
         }
-        for entry in self.added.iter() {
+        for entry in self.context.added.iter() {
             key_of(out, entry.key);
             entry.value.write(out);
         }

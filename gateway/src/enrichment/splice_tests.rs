@@ -33,45 +33,66 @@ fn context() -> impl Strategy<Value = Map<String, Value>> {
 }
 
 proptest! {
+    // Each operation on the event's own entries or on its `context`'s, as
+    // the pipeline does both (`receivedAt` and the timestamps at the top).
     #[test]
-    fn a_splice_writes_what_the_map_would(client in context(), ops in proptest::collection::vec(op(), 0..10)) {
-        let mut map = client.clone();
-        let mut spliced = client;
+    fn a_splice_writes_what_the_map_would(
+        client_top in context(),
+        client in context(),
+        ops in proptest::collection::vec((op(), any::<bool>()), 0..14),
+    ) {
+        let (mut map, mut spliced) = (client.clone(), client);
+        let mut top = client_top;
+        top.insert("context".into(), Value::Null);
+        top.insert("after".into(), json!(1));
+        let (mut map_top, mut spliced_top) = (top.clone(), top);
         let mut splice = ContextSplice::default();
-        for op in ops {
+        for (op, at_top) in ops {
             // The pipeline stays within the splice's room (six keys, three
             // of them replaceable); random sequences may not.
-            if splice.added.len == MAX_ADDED || splice.replaced.len == MAX_REPLACED {
+            let room = if at_top { &splice.top } else { &splice.context };
+            if room.added.len == MAX_ADDED || room.replaced.len == MAX_REPLACED {
                 continue;
             }
-            match op {
-                Op::Set(key, value) => {
+            match (op, at_top) {
+                (Op::Set(key, value), false) => {
                     map.insert(KEYS[key].to_owned(), Value::String(value.to_string()));
                     splice.set(&spliced, KEYS[key], Fragment::Text(Cow::Owned(value.to_string())));
                 }
-                Op::Remove(key) => {
+                (Op::Remove(key), false) => {
                     map.remove(KEYS[key]);
                     splice.remove(&mut spliced, KEYS[key]);
+                }
+                (Op::Set(key, value), true) => {
+                    map_top.insert(KEYS[key].to_owned(), json!(format!("top {value}")));
+                    splice.set_top(&spliced_top, KEYS[key], Fragment::Text(Cow::Owned(format!("top {value}"))));
+                }
+                (Op::Remove(key), true) => {
+                    map_top.remove(KEYS[key]);
+                    splice.remove_top(&mut spliced_top, KEYS[key]);
                 }
             }
             for key in KEYS {
                 prop_assert_eq!(splice.contains(&spliced, key), map.contains_key(key), "contains {}", key);
                 prop_assert_eq!(splice.text(&spliced, key), map.get(key).and_then(Value::as_str), "text {}", key);
+                prop_assert_eq!(splice.top_contains(&spliced_top, key), map_top.contains_key(key), "top {}", key);
             }
         }
-        let event = |context: Map<String, Value>| {
-            let mut event = Map::new();
-            event.insert("type".into(), json!("page"));
-            event.insert("context".into(), Value::Object(context));
-            event.insert("after".into(), json!(1));
-            event
+        let with_context = |mut top: Map<String, Value>, context: Map<String, Value>| {
+            if let Some(slot) = top.get_mut("context") {
+                *slot = Value::Object(context);
+            }
+            top
         };
-        let expected = Value::Object(event(map.clone())).to_string();
-        let written = splice.write(&event(spliced.clone()), 0);
+        let expected = Value::Object(with_context(map_top.clone(), map.clone())).to_string();
+        let written = splice.write(&with_context(spliced_top.clone(), spliced.clone()), 0);
         prop_assert_eq!(String::from_utf8_lossy(&written), expected.as_str());
         splice.materialize(&mut spliced);
         prop_assert!(splice.is_empty());
         prop_assert_eq!(Value::Object(spliced).to_string(), Value::Object(map).to_string());
+        splice.materialize_top(&mut spliced_top);
+        prop_assert!(splice.top.is_empty());
+        prop_assert_eq!(Value::Object(spliced_top).to_string(), Value::Object(map_top).to_string());
     }
 }
 

@@ -46,27 +46,36 @@ impl Admission<'_> {
     }
 
     /// Adds `receivedAt`, the corrected `timestamp` (keeping the device's as
-    /// `originalTimestamp`) and the client context.
+    /// `originalTimestamp`) and the client context, into `splice` (as
+    /// inserting them would, so the event's map is neither hashed into nor
+    /// grown; written, the record is what the inserts would give).
     fn enrich<'r>(&'r self, event: &mut Map<String, Value>, time: &EventTime, splice: &mut ContextSplice<'r>) {
-        event.insert("receivedAt".into(), Value::String(String::from(&*self.received_at_text)));
-        if let Some(device) = event.remove("timestamp")
-            && compact::entry(event, "originalTimestamp").is_none()
-        {
-            event.insert("originalTimestamp".into(), device);
+        splice.set_top(event, "receivedAt", Fragment::Text(Cow::Borrowed(&self.received_at_text)));
+        // The device's value is taken out (its place, left `null`, is the
+        // splice's to fill), then the key removed as a map removes it.
+        if let Some(device) = compact::entry_mut(event, "timestamp").map(std::mem::take) {
+            splice.remove_top(event, "timestamp");
+            if !splice.top_contains(event, "originalTimestamp") {
+                splice.set_device_top(event, "originalTimestamp", device);
+            }
         }
-        event.insert("timestamp".into(), Value::String(format_time(time.timestamp)));
-        self.enrich_context(event, splice);
+        splice.set_top(event, "timestamp", Fragment::Text(Cow::Owned(format_time(time.timestamp))));
+        // `context` is an object or absent here (the envelope step
+        // dead-letters any other); an event without one gets an empty one.
+        match compact::entry(event, "context") {
+            Some(Value::Object(context)) => self.enrich_context(context, splice),
+            Some(_) => {}
+            None => {
+                splice.set_top(event, "context", Fragment::Context);
+                self.enrich_context(&Map::new(), splice);
+            }
+        }
     }
 
     /// `context.ip` and `context.userAgent`, unless the client reported its
     /// own (server SDKs forward their users'); the anonymise setting applies
-    /// to both. `context` is an object or absent here (the envelope step
-    /// dead-letters any other). Both go into `splice`, not the map.
-    fn enrich_context<'r>(&'r self, event: &mut Map<String, Value>, splice: &mut ContextSplice<'r>) {
-        if compact::entry(event, "context").is_none() {
-            event.insert("context".into(), Value::Object(Map::new()));
-        }
-        let Some(Value::Object(context)) = compact::entry(event, "context") else { return };
+    /// to both. Both go into `splice`, not the map.
+    fn enrich_context<'r>(&'r self, context: &Map<String, Value>, splice: &mut ContextSplice<'r>) {
         let reported =
             compact::entry(context, "ip").and_then(Value::as_str).and_then(|s| s.parse::<std::net::IpAddr>().ok());
         let ip = match (reported, self.client.ip) {

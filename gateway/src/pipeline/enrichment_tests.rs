@@ -119,7 +119,8 @@ fn catalog(dir: &Path) -> PathBuf {
         None,
         r#""properties.email" = "hash"
            "properties.phone" = "redact"
-           "properties.full_name" = "encrypt""#,
+           "properties.full_name" = "encrypt"
+           "email" = "redact""#,
     );
     declare(
         "Link Clicked",
@@ -196,10 +197,30 @@ fn events() -> Vec<Value> {
                "context": {"ip": "198.51.100.7", "locale": "fr", "traits": {"email": "d@example.com"}}}),
         json!({"type": "track", "event": "Link Clicked", "userId": "u-3", "properties": {"href": "https://x.example/"}}),
         json!({"type": "track", "event": "Unknown Thing", "userId": "u-4", "properties": {}}),
+        // What enrichment writes at the top: a client's own `receivedAt`,
+        // the device's `timestamp` anywhere (last, below), with or without
+        // an `originalTimestamp`, and with personal fields whose actions
+        // work on the map as enrichment left it.
+        json!({"type": "page", "receivedAt": "client's", "anonymousId": "a-1", "timestamp": "2024-11-14T22:13:19.512Z",
+               "properties": {"url": "https://shop.example/", "path": "/"}, "context": {"locale": "en"}}),
+        json!({"timestamp": "2024-11-14T22:13:19.512Z", "type": "page", "anonymousId": "a-1",
+               "originalTimestamp": "2024-11-14T22:13:18Z", "properties": {"url": "https://shop.example/", "path": "/"},
+               "context": {}, "sentAt": "2024-11-14T22:13:20Z"}),
+        json!({"type": "track", "event": "Form Submitted", "userId": "u-5", "email": "e@example.com",
+               "timestamp": "2024-11-14T22:13:19.512Z",
+               "properties": {"form_id": "f2", "email": "e@example.com", "phone": "+33"},
+               "context": {"consent": {"marketing": true}, "traits": {"email": "e@example.com"}, "ip": "198.51.100.8"}}),
+        json!({"type": "page", "anonymousId": "a-3", "properties": {"url": "https://shop.example/", "path": "/"},
+               "context": {"locale": "it"}, "receivedAt": "client's"}),
     ];
     for (i, event) in events.iter_mut().enumerate() {
         event["messageId"] = json!(format!("0193a0b4-6c1e-7cc2-9d0e-{i:012}"));
     }
+    // The device's `timestamp` as the event's last entry.
+    let last = json!({"type": "page", "anonymousId": "a-4", "context": {"locale": "pt"},
+                      "properties": {"url": "https://shop.example/", "path": "/"},
+                      "messageId": "0193a0b4-6c1e-7cc2-9d0e-ffffffffffff", "timestamp": "2024-11-14T22:13:19Z"});
+    events.push(last);
     events
 }
 
