@@ -1,9 +1,9 @@
 //! One request's enrichment and privacy: what the whole request shares
 //! (the client's geo, its user agent's profile, the IP texts and salt, user
 //! keys) is computed once and reused by every event; each event then only
-//! records which fragments its `context` gets ([`ContextSplice`], written
-//! into the record as pre-serialised JSON) and applies its catalog's
-//! actions.
+//! records which fragments it and its `context` get ([`EventSplice`],
+//! written into the record as pre-serialised JSON) and applies its
+//! catalog's actions.
 
 use std::borrow::Cow;
 use std::cell::{OnceCell, RefCell};
@@ -18,7 +18,7 @@ use serde_json::value::RawValue;
 use super::client::Client;
 use super::device::Profile;
 use super::geo::Place;
-use super::splice::{ContextSplice, Fragment};
+use super::splice::{EventSplice, Fragment};
 use super::{BotPolicy, Edge, SourceEdge};
 use crate::compact;
 use crate::privacy::IpPolicy;
@@ -170,13 +170,13 @@ impl<'a> EdgeRequest<'a> {
     /// Geo, device and bot into `context`, then the IP policy and the
     /// catalog's personal-data actions; `consent_warning` becomes a header.
     /// What goes into `context` is recorded in `splice`, not copied into
-    /// the event: [`ContextSplice::write`] writes the record.
+    /// the event: [`EventSplice::write`] writes the record.
     pub fn finish<'r>(
         &'r self,
         name: &str,
         consent_warning: Option<String>,
         event: &mut Map<String, Value>,
-        splice: &mut ContextSplice<'r>,
+        splice: &mut EventSplice<'r>,
     ) -> Marks {
         let mut marks = Marks::default();
         if let Some(warning) = consent_warning {
@@ -192,12 +192,7 @@ impl<'a> EdgeRequest<'a> {
         marks
     }
 
-    fn client_context<'r>(
-        &'r self,
-        context: &mut Map<String, Value>,
-        splice: &mut ContextSplice<'r>,
-        marks: &mut Marks,
-    ) {
+    fn client_context<'r>(&'r self, context: &mut Map<String, Value>, splice: &mut EventSplice<'r>, marks: &mut Marks) {
         let enrichment = &self.settings.enrichment;
         let wanted = enrichment.device || enrichment.bots != BotPolicy::Off;
         if wanted && let Some(profile) = splice.text(context, "userAgent").map(|ua| self.profile(ua)) {
@@ -269,7 +264,7 @@ impl<'a> EdgeRequest<'a> {
     /// The catalog's personal-data actions. They work on the map: an event
     /// whose actions reach into `context` gets its splice written into it
     /// first (rare; catalogs mark fields of `properties` and `traits`).
-    fn personal_data(&self, name: &str, event: &mut Map<String, Value>, splice: Option<&mut ContextSplice<'_>>) {
+    fn personal_data(&self, name: &str, event: &mut Map<String, Value>, splice: Option<&mut EventSplice<'_>>) {
         if !self.settings.privacy.personal_data {
             return;
         }

@@ -1,13 +1,15 @@
-//! The client context of one event as enrichment leaves it, without
-//! copying into every event what its request shares. What enrichment adds
-//! to `context` (`ip`, `userAgent`, `agent`, `bot`, `geo`, `ipHash`) is
-//! kept beside the event's own map as fragments: text borrowed from the
-//! request, or JSON serialised once per place and per user agent
-//! ([`RawValue`]). The record is written from the map and the fragments in
-//! one pass, byte for byte what inserting the same values into the map and
-//! serialising it would give. With `preserve_order`, a `serde_json` map is
-//! an `IndexMap` whose `insert` keeps an existing key's place and whose
-//! `remove` is a swap-remove; [`ContextSplice`] reproduces both.
+//! One event as enrichment leaves it, without copying into every event
+//! what its request shares and without inserting into its maps. What
+//! enrichment adds to the event (`receivedAt`, `timestamp`, the device's
+//! as `originalTimestamp`, an absent `context`) and to its `context`
+//! (`ip`, `userAgent`, `agent`, `bot`, `geo`, `ipHash`) is kept beside the
+//! client's maps as fragments: text borrowed from the request, or JSON
+//! serialised once per place and per user agent ([`RawValue`]). The record
+//! is written from the maps and the fragments in one pass, byte for byte
+//! what inserting the same values into the maps and serialising them would
+//! give. With `preserve_order`, a `serde_json` map is an `IndexMap` whose
+//! `insert` keeps an existing key's place and whose `remove` is a
+//! swap-remove; [`EventSplice`] reproduces both, at each level.
 
 use std::borrow::Cow;
 use std::net::IpAddr;
@@ -28,7 +30,7 @@ pub enum Fragment<'r> {
     /// JSON kept by a cache shared across requests.
     Shared(Arc<RawValue>),
     /// The value taken out of the event (the device's `timestamp`, kept as
-    /// `originalTimestamp`): [`ContextSplice::device`].
+    /// `originalTimestamp`): [`EventSplice::device`].
     Device,
     /// `context`, for an event that had none: an empty map with the
     /// splice's `context` entries.
@@ -262,7 +264,7 @@ impl<'r> Entries<'r> {
 /// `timestamp`, `originalTimestamp`) and its `context`'s (`ip`, `userAgent`,
 /// `agent`, `bot`, `geo`, `ipHash`), each kept beside the client's map.
 #[derive(Debug, Default)]
-pub struct ContextSplice<'r> {
+pub struct EventSplice<'r> {
     /// The event's own entries.
     top: Entries<'r>,
     /// Its `context`'s.
@@ -274,7 +276,7 @@ pub struct ContextSplice<'r> {
     pub ip: Option<IpAddr>,
 }
 
-impl<'r> ContextSplice<'r> {
+impl<'r> EventSplice<'r> {
     /// Whether nothing was added to or replaced in `context`.
     pub fn is_empty(&self) -> bool {
         self.context.is_empty()

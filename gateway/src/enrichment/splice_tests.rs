@@ -1,7 +1,7 @@
-//! [`ContextSplice`] against the map it stands for: any sequence of
-//! inserts and removals on any client context writes the same bytes as the
-//! same operations on a `serde_json` map, and answers `contains` and
-//! `text` alike along the way.
+//! [`EventSplice`] against the maps it stands for: any sequence of
+//! inserts and removals on any client event and context writes the same
+//! bytes as the same operations on `serde_json` maps, and answers
+//! `contains` and `text` alike along the way.
 
 use proptest::prelude::*;
 use serde_json::json;
@@ -46,7 +46,7 @@ proptest! {
         top.insert("context".into(), Value::Null);
         top.insert("after".into(), json!(1));
         let (mut map_top, mut spliced_top) = (top.clone(), top);
-        let mut splice = ContextSplice::default();
+        let mut splice = EventSplice::default();
         for (op, at_top) in ops {
             // The pipeline stays within the splice's room (six keys, three
             // of them replaceable); random sequences may not.
@@ -101,7 +101,7 @@ fn fragments_are_written_as_their_json() {
     let shared = shared_json(&json!({"city": "Lyon", "asn": 64501}));
     let mut context = Map::new();
     context.insert("ip".into(), json!("203.0.113.9"));
-    let mut splice = ContextSplice::default();
+    let mut splice = EventSplice::default();
     splice.set(&context, "geo", Fragment::Shared(shared));
     splice.set(&context, "userAgent", Fragment::Text(Cow::Borrowed("a \"quoted\" agent")));
     splice.remove(&mut context, "ip");

@@ -10,7 +10,7 @@ use super::Admission;
 use super::clock::{EventTime, format_time};
 use crate::compact;
 use crate::enrichment::request::Marks;
-use crate::enrichment::splice::{ContextSplice, Fragment};
+use crate::enrichment::splice::{EventSplice, Fragment};
 
 /// What enrichment may add to one event at most: `receivedAt`, the corrected
 /// `timestamp`, a generated `messageId`, `context.ip` and `context.userAgent`
@@ -38,7 +38,7 @@ impl Admission<'_> {
         if tests::REFERENCE.get() {
             return tests::reference_payload(self, name, event, time, consent_warning);
         }
-        let mut splice = ContextSplice::default();
+        let mut splice = EventSplice::default();
         self.enrich(&mut event, time, &mut splice);
         let marks = self.edge.finish(name, consent_warning, &mut event, &mut splice);
         self.note_shown(&event);
@@ -49,7 +49,7 @@ impl Admission<'_> {
     /// `originalTimestamp`) and the client context, into `splice` (as
     /// inserting them would, so the event's map is neither hashed into nor
     /// grown; written, the record is what the inserts would give).
-    fn enrich<'r>(&'r self, event: &mut Map<String, Value>, time: &EventTime, splice: &mut ContextSplice<'r>) {
+    fn enrich<'r>(&'r self, event: &mut Map<String, Value>, time: &EventTime, splice: &mut EventSplice<'r>) {
         splice.set_top(event, "receivedAt", Fragment::Text(Cow::Borrowed(&self.received_at_text)));
         // The device's value is taken out (its place, left `null`, is the
         // splice's to fill), then the key removed as a map removes it.
@@ -75,7 +75,7 @@ impl Admission<'_> {
     /// `context.ip` and `context.userAgent`, unless the client reported its
     /// own (server SDKs forward their users'); the anonymise setting applies
     /// to both. Both go into `splice`, not the map.
-    fn enrich_context<'r>(&'r self, context: &Map<String, Value>, splice: &mut ContextSplice<'r>) {
+    fn enrich_context<'r>(&'r self, context: &Map<String, Value>, splice: &mut EventSplice<'r>) {
         let reported =
             compact::entry(context, "ip").and_then(Value::as_str).and_then(|s| s.parse::<std::net::IpAddr>().ok());
         let ip = match (reported, self.client.ip) {
