@@ -56,19 +56,19 @@ impl BatchAnswer {
     /// record.
     pub fn to_json(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(96 + 112 * self.events.len());
-        let counts = [
-            ("accepted", self.accepted, true),
-            ("invalid", self.invalid, true),
-            ("rejected", self.rejected, true),
-            ("duplicate", self.duplicate, true),
-            ("spooled", self.spooled, false),
-            ("suppressed", self.suppressed, false),
+        // The names as JSON (plain ASCII: written as they are).
+        let counts: [(&[u8], usize, bool); 6] = [
+            (b"\"accepted\":", self.accepted, true),
+            (b"\"invalid\":", self.invalid, true),
+            (b"\"rejected\":", self.rejected, true),
+            (b"\"duplicate\":", self.duplicate, true),
+            (b"\"spooled\":", self.spooled, false),
+            (b"\"suppressed\":", self.suppressed, false),
         ];
         out.push(b'{');
         for (name, count, always) in counts {
             if always || count > 0 {
-                compact::write_str(&mut out, name);
-                out.push(b':');
+                out.extend_from_slice(name);
                 compact::write_uint(&mut out, count as u64);
                 out.push(b',');
             }
@@ -89,19 +89,18 @@ impl BatchAnswer {
 fn write_outcome(out: &mut Vec<u8>, event: &EventOutcome) {
     out.extend_from_slice(b"{\"index\":");
     compact::write_uint(out, event.index as u64);
-    let text = |out: &mut Vec<u8>, name: &str, value: Option<&str>| {
+    // `name` is `,"name":` (plain ASCII, written as it is).
+    let text = |out: &mut Vec<u8>, name: &[u8], value: Option<&str>| {
         if let Some(value) = value {
-            out.push(b',');
-            compact::write_str(out, name);
-            out.push(b':');
+            out.extend_from_slice(name);
             compact::write_str(out, value);
         }
     };
-    text(out, "messageId", event.message_id.as_deref());
-    text(out, "status", Some(event.status.as_str()));
-    text(out, "topic", event.topic.as_deref());
-    text(out, "code", event.code);
-    text(out, "message", event.message.as_deref());
+    text(out, b",\"messageId\":", event.message_id.as_deref());
+    text(out, b",\"status\":", Some(event.status.as_str()));
+    text(out, b",\"topic\":", event.topic.as_deref());
+    text(out, b",\"code\":", event.code);
+    text(out, b",\"message\":", event.message.as_deref());
     if !event.errors.is_empty() {
         out.extend_from_slice(b",\"errors\":");
         // Writing into a vector cannot fail; violations are rare.
