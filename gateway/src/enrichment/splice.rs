@@ -261,8 +261,9 @@ impl<'r> Entries<'r> {
 }
 
 /// What enrichment did to one event: its top-level entries (`receivedAt`,
-/// `timestamp`, `originalTimestamp`) and its `context`'s (`ip`, `userAgent`,
-/// `agent`, `bot`, `geo`, `ipHash`), each kept beside the client's map.
+/// `timestamp`, `originalTimestamp`, and `context` when it had none) and
+/// its `context`'s (`ip`, `userAgent`, `agent`, `bot`, `geo`, `ipHash`),
+/// each kept beside the client's map.
 #[derive(Debug, Default)]
 pub struct EventSplice<'r> {
     /// The event's own entries.
