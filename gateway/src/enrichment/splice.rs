@@ -278,11 +278,6 @@ pub struct EventSplice<'r> {
 }
 
 impl<'r> EventSplice<'r> {
-    /// Whether nothing was added to or replaced in `context`.
-    pub fn is_empty(&self) -> bool {
-        self.context.is_empty()
-    }
-
     /// Whether `context` holds `key` now.
     pub fn contains(&self, context: &Map<String, Value>, key: &str) -> bool {
         self.context.contains(context, key)

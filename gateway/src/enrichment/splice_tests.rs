@@ -88,7 +88,7 @@ proptest! {
         let written = splice.write(&with_context(spliced_top.clone(), spliced.clone()), 0);
         prop_assert_eq!(String::from_utf8_lossy(&written), expected.as_str());
         splice.materialize(&mut spliced);
-        prop_assert!(splice.is_empty());
+        prop_assert!(splice.context.is_empty());
         prop_assert_eq!(Value::Object(spliced).to_string(), Value::Object(map).to_string());
         splice.materialize_top(&mut spliced_top);
         prop_assert!(splice.top.is_empty());
