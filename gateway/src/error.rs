@@ -104,8 +104,8 @@ pub enum ApiError {
     #[error("the stored record could not be read back from Kafka now ({0}); try again")]
     LiveEventUnreadable(String),
     /// The endpoint takes another method; `Allow` says which.
-    #[error("this endpoint takes {0} (and OPTIONS for CORS)")]
-    MethodNotAllowed(&'static str),
+    #[error("this endpoint takes {} (and OPTIONS for CORS)", method_names(.0))]
+    MethodNotAllowed(&'static [actix_web::http::Method]),
     /// `/readyz`: not ready to take traffic.
     #[error("not ready: {0}")]
     NotReady(String),
@@ -269,7 +269,7 @@ impl ApiError {
             answer.insert_header(("X-RateLimit-Reset", seconds.to_string()));
         }
         if let Self::MethodNotAllowed(allowed) = self {
-            answer.insert_header((actix_web::http::header::ALLOW, format!("{allowed}, OPTIONS")));
+            answer.insert_header((actix_web::http::header::ALLOW, format!("{}, OPTIONS", method_names(allowed))));
         }
         if self.closes_connection() {
             answer.force_close();
@@ -356,4 +356,9 @@ impl ResponseError for ApiError {
         }
         answer.json(ErrorBody { code: self.code().as_str(), message: self.to_string() })
     }
+}
+
+/// `POST`, or `POST, GET`: the methods an endpoint takes.
+fn method_names(methods: &[actix_web::http::Method]) -> String {
+    methods.iter().map(actix_web::http::Method::as_str).collect::<Vec<_>>().join(", ")
 }

@@ -242,8 +242,6 @@ fn count(state: &AppState, endpoint: &str, response: &HttpResponse) {
     }
 }
 
-/// The live view's page and stream, when `live.enabled`; otherwise their
-/// paths are `404 not_found` like any other.
 /// Every endpoint (the app the server runs, around [`edge`]); public so
 /// benchmarks can drive the same app in process.
 pub fn routes(app: &mut web::ServiceConfig, site: eventgw_catalog::site::Site, live: bool) {
@@ -253,24 +251,24 @@ pub fn routes(app: &mut web::ServiceConfig, site: eventgw_catalog::site::Site, l
     // pattern with a regex: 1.3 µs of every single-event request's 17 µs
     // in process (benches/request.rs, perf). A plain path is a string
     // comparison.
-    each(app, &r::BATCH, |p| post(p, api::batch::batch));
-    each(app, &r::BEACON, |p| post(p, api::batch::batch));
-    each(app, &r::SINGLE, |p| post(p, api::batch::single));
-    each(app, &["/v1/pixel.gif"], |p| get(p, api::pixel::pixel));
-    each(app, &r::SEGMENT_SETTINGS, |p| get(p, api::settings::segment));
-    each(app, &r::SOURCE_CONFIG, |p| get(p, api::settings::source_config));
-    each(app, &r::POSTHOG_CAPTURE, |p| post(p, api::posthog::capture).route(on(Method::GET).to(api::posthog::capture)));
-    each(app, &r::POSTHOG_FLAGS, |p| post(p, api::posthog::flags).route(on(Method::GET).to(api::posthog::flags)));
-    each(app, &r::POSTHOG_CONFIG_JS, |p| get(p, api::posthog::config_js));
-    each(app, &r::POSTHOG_CONFIG, |p| get(p, api::posthog::config));
-    each(app, &r::POSTHOG_STATIC, |p| get(p, api::posthog::extension));
-    each(app, &r::GA4_COLLECT, |p| post(p, api::ga4::collect));
-    each(app, &r::GA4_DEBUG, |p| post(p, api::ga4::debug));
-    each(app, &r::SNOWPLOW_TP2, |p| post(p, api::snowplow::tp2));
-    each(app, &r::SNOWPLOW_PIXEL, |p| get(p, api::snowplow::pixel));
-    each(app, &["/healthz"], |p| get(p, api::health::healthz));
-    each(app, &["/readyz"], |p| get(p, api::health::readyz));
-    each(app, &["/metrics"], |p| get(p, api::metrics::metrics));
+    each(app, &r::BATCH, |p| only(POST, p, api::batch::batch));
+    each(app, &r::BEACON, |p| only(POST, p, api::batch::batch));
+    each(app, &r::SINGLE, |p| only(POST, p, api::batch::single));
+    each(app, &["/v1/pixel.gif"], |p| only(GET, p, api::pixel::pixel));
+    each(app, &r::SEGMENT_SETTINGS, |p| only(GET, p, api::settings::segment));
+    each(app, &r::SOURCE_CONFIG, |p| only(GET, p, api::settings::source_config));
+    each(app, &r::POSTHOG_CAPTURE, |p| only(POST_GET, p, api::posthog::capture));
+    each(app, &r::POSTHOG_FLAGS, |p| only(POST_GET, p, api::posthog::flags));
+    each(app, &r::POSTHOG_CONFIG_JS, |p| only(GET, p, api::posthog::config_js));
+    each(app, &r::POSTHOG_CONFIG, |p| only(GET, p, api::posthog::config));
+    each(app, &r::POSTHOG_STATIC, |p| only(GET, p, api::posthog::extension));
+    each(app, &r::GA4_COLLECT, |p| only(POST, p, api::ga4::collect));
+    each(app, &r::GA4_DEBUG, |p| only(POST, p, api::ga4::debug));
+    each(app, &r::SNOWPLOW_TP2, |p| only(POST, p, api::snowplow::tp2));
+    each(app, &r::SNOWPLOW_PIXEL, |p| only(GET, p, api::snowplow::pixel));
+    each(app, &["/healthz"], |p| only(GET, p, api::health::healthz));
+    each(app, &["/readyz"], |p| only(GET, p, api::health::readyz));
+    each(app, &["/metrics"], |p| only(GET, p, api::metrics::metrics));
     app.service(crate::catalog_page::scope(site));
     live_routes(app, live);
     app.default_service(web::to(not_found));
@@ -283,44 +281,42 @@ fn each(app: &mut web::ServiceConfig, paths: &[&str], resource: impl Fn(&str) ->
     }
 }
 
+/// The live view's page and stream, when `live.enabled`; otherwise their
+/// paths are `404 not_found` like any other.
 fn live_routes(app: &mut web::ServiceConfig, enabled: bool) {
     if enabled {
-        each(app, &["/live", "/live/"], |p| get(p, api::live::page));
-        app.service(get("/live/stream", api::live::stream)).service(get("/live/events/{id}", api::live::opened));
+        each(app, &["/live", "/live/"], |p| only(GET, p, api::live::page));
+        app.service(only(GET, "/live/stream", api::live::stream));
+        app.service(only(GET, "/live/events/{id}", api::live::opened));
     }
 }
 
-/// A route for requests of `method` only. actix's own method guards
+/// The methods of a resource that takes POST.
+const POST: &[Method] = &[Method::POST];
+/// The methods of a resource that takes GET.
+const GET: &[Method] = &[Method::GET];
+/// The methods of a resource that takes both (PostHog's capture and flags).
+const POST_GET: &[Method] = &[Method::POST, Method::GET];
+
+/// A resource whose requests of `methods` `handler` serves; another method
+/// gets `405 method_not_allowed` as JSON (its `Allow` naming `methods`)
+/// rather than actix's empty answer. actix's own method guards
 /// (`web::post()`) also note each method they check in the request's
-/// extensions, for a `405` that [`post`] and [`get`] answer themselves:
-/// an extension map, a vector and a box made and freed per request for
-/// nothing (2% of the gateway's CPU per single-event request, `perf`).
-fn on(method: Method) -> actix_web::Route {
-    web::route().guard(actix_web::guard::fn_guard(move |ctx| ctx.head().method == method))
-}
-
-/// A resource whose POST requests `handler` serves; another method gets
-/// `405 method_not_allowed` as JSON rather than actix's empty answer.
-fn post<F, Args>(path: &str, handler: F) -> actix_web::Resource
+/// extensions, for a `405` this answers itself: an extension map, a vector
+/// and a box made and freed per request for nothing (2% of the gateway's
+/// CPU per single-event request, `perf`).
+fn only<F, Args>(methods: &'static [Method], path: &str, handler: F) -> actix_web::Resource
 where
     F: actix_web::Handler<Args>,
     Args: actix_web::FromRequest + 'static,
     F::Output: actix_web::Responder + 'static,
 {
-    web::resource(path).default_service(web::to(|| method_not_allowed("POST"))).route(on(Method::POST).to(handler))
+    web::resource(path).default_service(web::to(move || method_not_allowed(methods))).route(
+        web::route().guard(actix_web::guard::fn_guard(move |ctx| methods.contains(&ctx.head().method))).to(handler),
+    )
 }
 
-/// A resource whose GET requests `handler` serves (see [`post`]).
-fn get<F, Args>(path: &str, handler: F) -> actix_web::Resource
-where
-    F: actix_web::Handler<Args>,
-    Args: actix_web::FromRequest + 'static,
-    F::Output: actix_web::Responder + 'static,
-{
-    web::resource(path).default_service(web::to(|| method_not_allowed("GET"))).route(on(Method::GET).to(handler))
-}
-
-async fn method_not_allowed(allowed: &'static str) -> HttpResponse {
+async fn method_not_allowed(allowed: &'static [Method]) -> HttpResponse {
     ApiError::MethodNotAllowed(allowed).error_response()
 }
 

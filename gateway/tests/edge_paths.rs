@@ -297,7 +297,14 @@ async fn a_wrong_method_gets_a_json_405() {
     assert_eq!((status, body["code"].as_str()), (405, Some("method_not_allowed")), "{body}");
     assert_eq!(headers["allow"], "POST, OPTIONS");
     let response = reqwest::Client::new().post(format!("{}/sourceConfig", gw.url)).send().await.expect("sent");
-    let (status, _, body) = answer(response).await;
+    let (status, headers, body) = answer(response).await;
     assert_eq!((status, body["code"].as_str()), (405, Some("method_not_allowed")), "{body}");
+    assert_eq!(headers["allow"], "GET, OPTIONS");
+    // PostHog's capture takes GET as well as POST, and its 405 says so.
+    let response = reqwest::Client::new().put(format!("{}/e/", gw.url)).send().await.expect("sent");
+    let (status, headers, body) = answer(response).await;
+    assert_eq!((status, body["code"].as_str()), (405, Some("method_not_allowed")), "{body}");
+    assert_eq!(headers["allow"], "POST, GET, OPTIONS");
+    assert_eq!(body["message"], "this endpoint takes POST, GET (and OPTIONS for CORS)", "{body}");
     gw.stop().await;
 }

@@ -195,17 +195,17 @@ impl<'a> EdgeRequest<'a> {
     fn client_context<'r>(&'r self, context: &mut Map<String, Value>, splice: &mut EventSplice<'r>, marks: &mut Marks) {
         let enrichment = &self.settings.enrichment;
         let wanted = enrichment.device || enrichment.bots != BotPolicy::Off;
-        if wanted && let Some(profile) = splice.text(context, "userAgent").map(|ua| self.profile(ua)) {
+        if wanted && let Some(profile) = splice.context.text(context, "userAgent").map(|ua| self.profile(ua)) {
             if enrichment.device
-                && !splice.contains(context, "agent")
+                && !splice.context.contains(context, "agent")
                 && let Some(agent) = shared(&profile, |p| Some(&p.agent_json))
             {
-                splice.set(context, "agent", agent);
+                splice.context.set(context, "agent", agent);
             }
             if let (Some(bot), Some(json), true) =
                 (&profile.bot, shared(&profile, |p| p.bot_json.as_ref()), enrichment.bots != BotPolicy::Off)
             {
-                splice.set(context, "bot", json);
+                splice.context.set(context, "bot", json);
                 marks.headers.push(("bot", Text::Static(bot.name)));
                 bump(&mut self.counts.borrow_mut().bots, bot.name);
                 if enrichment.bots == BotPolicy::Route {
@@ -219,21 +219,21 @@ impl<'a> EdgeRequest<'a> {
         let full = self.full_ip(ip);
         if enrichment.geo
             && self.edge.geo.is_some()
-            && !splice.contains(context, "geo")
+            && !splice.context.contains(context, "geo")
             && let Some(place) = self.place(full)
         {
-            splice.set(context, "geo", place);
+            splice.context.set(context, "geo", place);
         }
         match self.settings.privacy.ip {
             IpPolicy::Keep => {}
-            IpPolicy::Truncate => splice.set(context, "ip", self.truncated(full)),
+            IpPolicy::Truncate => splice.context.set(context, "ip", self.truncated(full)),
             IpPolicy::Hash => {
-                splice.remove(context, "ip");
+                splice.context.remove(context, "ip");
                 if let Some(hash) = self.ip_hash(full) {
-                    splice.set(context, "ipHash", hash);
+                    splice.context.set(context, "ipHash", hash);
                 }
             }
-            IpPolicy::Drop => splice.remove(context, "ip"),
+            IpPolicy::Drop => splice.context.remove(context, "ip"),
         }
     }
 
@@ -277,12 +277,12 @@ impl<'a> EdgeRequest<'a> {
             // (which the splice holds for an event that had none), and
             // `context`.
             if fields.iter().any(|f| f.segments.len() == 1 || f.segments.first().is_some_and(|s| s == "context")) {
-                splice.materialize_top(event);
+                splice.top.materialize(event);
             }
             if let Some(Value::Object(context)) = event.get_mut("context")
                 && fields.iter().any(|f| f.segments.first().is_some_and(|s| s == "context"))
             {
-                splice.materialize(context);
+                splice.context.materialize(context);
             }
         }
         let done = self.personal.apply(fields, event).unwrap_or_else(|error| {

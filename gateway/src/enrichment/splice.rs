@@ -30,7 +30,7 @@ pub enum Fragment<'r> {
     /// JSON kept by a cache shared across requests.
     Shared(Arc<RawValue>),
     /// The value taken out of the event (the device's `timestamp`, kept as
-    /// `originalTimestamp`): [`EventSplice::device`].
+    /// `originalTimestamp`), kept by its [`Entries`].
     Device,
     /// `context`, for an event that had none: an empty map with the
     /// splice's `context` entries.
@@ -150,11 +150,15 @@ impl<T, const N: usize> Inline<T, N> {
 /// `context`): entries of it replaced (in place, or, after a removal, by
 /// another entry) and entries added after the client's, in order.
 #[derive(Debug, Default)]
-struct Entries<'r> {
+pub struct Entries<'r> {
     /// By the client's key: the entry now in that key's place.
     replaced: Inline<(&'static str, Entry<'r>), MAX_REPLACED>,
     /// Entries after the client's.
     added: Inline<Entry<'r>, MAX_ADDED>,
+    /// A value taken out of the map to be written under another key
+    /// ([`Fragment::Device`]: the device's `timestamp`, as
+    /// `originalTimestamp`, at the event's level).
+    device: Option<Value>,
 }
 
 impl<'r> Entries<'r> {
@@ -171,14 +175,14 @@ impl<'r> Entries<'r> {
     }
 
     /// Whether `context` holds `key` now.
-    fn contains(&self, context: &Map<String, Value>, key: &str) -> bool {
+    pub fn contains(&self, context: &Map<String, Value>, key: &str) -> bool {
         self.added.iter().any(|e| e.key == key)
             || self.replaced.iter().any(|(_, e)| e.key == key)
             || self.client_has(context, key)
     }
 
     /// `context[key]` now, when it is a string.
-    fn text<'s>(&'s self, context: &'s Map<String, Value>, key: &str) -> Option<&'s str> {
+    pub fn text<'s>(&'s self, context: &'s Map<String, Value>, key: &str) -> Option<&'s str> {
         if let Some(entry) = self.added.iter().chain(self.replaced.iter().map(|(_, e)| e)).find(|e| e.key == key) {
             return entry.value.as_str();
         }
@@ -186,7 +190,7 @@ impl<'r> Entries<'r> {
     }
 
     /// `context.insert(key, value)`: in the key's place if present, last otherwise.
-    fn set(&mut self, context: &Map<String, Value>, key: &'static str, value: Fragment<'r>) {
+    pub fn set(&mut self, context: &Map<String, Value>, key: &'static str, value: Fragment<'r>) {
         let added = self.added.position(|e| e.key == key);
         if let Some(entry) = added.and_then(|i| self.added.get_mut(i)) {
             entry.value = value;
@@ -205,7 +209,7 @@ impl<'r> Entries<'r> {
     }
 
     /// `context.remove(key)`, a swap-remove: the last entry takes its place.
-    fn remove(&mut self, context: &mut Map<String, Value>, key: &'static str) {
+    pub fn remove(&mut self, context: &mut Map<String, Value>, key: &'static str) {
         if let Some(index) = self.added.position(|e| e.key == key) {
             self.added.swap_remove(index);
             return;
@@ -235,12 +239,20 @@ impl<'r> Entries<'r> {
         }
     }
 
-    /// Writes the fragments into `context` as values, leaving the splice
-    /// empty; [`Fragment::Device`] is `device`'s value, taken.
-    fn materialize(&mut self, context: &mut Map<String, Value>, device: &mut Option<Value>) {
+    /// `map.insert(key, device)` for a value taken out of the map.
+    pub fn set_device(&mut self, map: &Map<String, Value>, key: &'static str, device: Value) {
+        self.device = Some(device);
+        self.set(map, key, Fragment::Device);
+    }
+
+    /// Writes the fragments into `context` as values, leaving these entries
+    /// empty: for the rare event whose personal-data actions reach into
+    /// this map, which then work on it as it would be.
+    pub fn materialize(&mut self, context: &mut Map<String, Value>) {
         if self.is_empty() {
             return;
         }
+        let device = &mut self.device;
         let mut value_of = |fragment: &Fragment<'_>| match fragment {
             Fragment::Device => device.take().unwrap_or(Value::Null),
             other => other.to_value(),
@@ -267,77 +279,19 @@ impl<'r> Entries<'r> {
 #[derive(Debug, Default)]
 pub struct EventSplice<'r> {
     /// The event's own entries.
-    top: Entries<'r>,
+    pub top: Entries<'r>,
     /// Its `context`'s.
-    context: Entries<'r>,
-    /// The device's `timestamp`, taken out of the event to be written as
-    /// `originalTimestamp` ([`Fragment::Device`]).
-    device: Option<Value>,
+    pub context: Entries<'r>,
     /// The address enrichment wrote as `context.ip`, if it wrote one.
     pub ip: Option<IpAddr>,
 }
 
-impl<'r> EventSplice<'r> {
-    /// Whether `context` holds `key` now.
-    pub fn contains(&self, context: &Map<String, Value>, key: &str) -> bool {
-        self.context.contains(context, key)
-    }
-
-    /// `context[key]` now, when it is a string.
-    pub fn text<'s>(&'s self, context: &'s Map<String, Value>, key: &str) -> Option<&'s str> {
-        self.context.text(context, key)
-    }
-
-    /// `context.insert(key, value)`: in the key's place if present, last otherwise.
-    pub fn set(&mut self, context: &Map<String, Value>, key: &'static str, value: Fragment<'r>) {
-        self.context.set(context, key, value);
-    }
-
-    /// `context.remove(key)`, a swap-remove: the last entry takes its place.
-    pub fn remove(&mut self, context: &mut Map<String, Value>, key: &'static str) {
-        self.context.remove(context, key);
-    }
-
-    /// Writes the fragments into `context` as values, leaving the splice of
-    /// `context` empty: for the rare event whose personal-data actions
-    /// reach into `context`, which then work on the map as it would be.
-    pub fn materialize(&mut self, context: &mut Map<String, Value>) {
-        self.context.materialize(context, &mut None);
-    }
-
-    /// Whether `event` holds `key` now.
-    pub fn top_contains(&self, event: &Map<String, Value>, key: &str) -> bool {
-        self.top.contains(event, key)
-    }
-
-    /// `event.insert(key, value)`, as [`Self::set`] on the event itself.
-    pub fn set_top(&mut self, event: &Map<String, Value>, key: &'static str, value: Fragment<'r>) {
-        self.top.set(event, key, value);
-    }
-
-    /// `event.remove(key)`, as [`Self::remove`] on the event itself.
-    pub fn remove_top(&mut self, event: &mut Map<String, Value>, key: &'static str) {
-        self.top.remove(event, key);
-    }
-
-    /// Writes the event's own fragments into `event` as values: for an
-    /// event whose personal-data actions then work on the map as it would
-    /// be.
-    pub fn materialize_top(&mut self, event: &mut Map<String, Value>) {
-        self.top.materialize(event, &mut self.device);
-    }
-
-    /// `event.insert(key, device)` for the value taken out of the event.
-    pub fn set_device_top(&mut self, event: &Map<String, Value>, key: &'static str, device: Value) {
-        self.device = Some(device);
-        self.top.set(event, key, Fragment::Device);
-    }
-
+impl EventSplice<'_> {
     /// Appends a top-level entry's value: a fragment as JSON, the device's
     /// value, or the `context` of an event that had none.
     fn write_top(&self, out: &mut Vec<u8>, value: &Fragment<'_>) {
         match value {
-            Fragment::Device => compact::write_value(out, self.device.as_ref().unwrap_or(&Value::Null)),
+            Fragment::Device => compact::write_value(out, self.top.device.as_ref().unwrap_or(&Value::Null)),
             Fragment::Context => self.write_context(out, &Map::new()),
             other => other.write(out),
         }

@@ -57,25 +57,25 @@ proptest! {
             match (op, at_top) {
                 (Op::Set(key, value), false) => {
                     map.insert(KEYS[key].to_owned(), Value::String(value.to_string()));
-                    splice.set(&spliced, KEYS[key], Fragment::Text(Cow::Owned(value.to_string())));
+                    splice.context.set(&spliced, KEYS[key], Fragment::Text(Cow::Owned(value.to_string())));
                 }
                 (Op::Remove(key), false) => {
                     map.remove(KEYS[key]);
-                    splice.remove(&mut spliced, KEYS[key]);
+                    splice.context.remove(&mut spliced, KEYS[key]);
                 }
                 (Op::Set(key, value), true) => {
                     map_top.insert(KEYS[key].to_owned(), json!(format!("top {value}")));
-                    splice.set_top(&spliced_top, KEYS[key], Fragment::Text(Cow::Owned(format!("top {value}"))));
+                    splice.top.set(&spliced_top, KEYS[key], Fragment::Text(Cow::Owned(format!("top {value}"))));
                 }
                 (Op::Remove(key), true) => {
                     map_top.remove(KEYS[key]);
-                    splice.remove_top(&mut spliced_top, KEYS[key]);
+                    splice.top.remove(&mut spliced_top, KEYS[key]);
                 }
             }
             for key in KEYS {
-                prop_assert_eq!(splice.contains(&spliced, key), map.contains_key(key), "contains {}", key);
-                prop_assert_eq!(splice.text(&spliced, key), map.get(key).and_then(Value::as_str), "text {}", key);
-                prop_assert_eq!(splice.top_contains(&spliced_top, key), map_top.contains_key(key), "top {}", key);
+                prop_assert_eq!(splice.context.contains(&spliced, key), map.contains_key(key), "contains {}", key);
+                prop_assert_eq!(splice.context.text(&spliced, key), map.get(key).and_then(Value::as_str), "text {}", key);
+                prop_assert_eq!(splice.top.contains(&spliced_top, key), map_top.contains_key(key), "top {}", key);
             }
         }
         let with_context = |mut top: Map<String, Value>, context: Map<String, Value>| {
@@ -87,10 +87,10 @@ proptest! {
         let expected = Value::Object(with_context(map_top.clone(), map.clone())).to_string();
         let written = splice.write(&with_context(spliced_top.clone(), spliced.clone()), 0);
         prop_assert_eq!(String::from_utf8_lossy(&written), expected.as_str());
-        splice.materialize(&mut spliced);
+        splice.context.materialize(&mut spliced);
         prop_assert!(splice.context.is_empty());
         prop_assert_eq!(Value::Object(spliced).to_string(), Value::Object(map).to_string());
-        splice.materialize_top(&mut spliced_top);
+        splice.top.materialize(&mut spliced_top);
         prop_assert!(splice.top.is_empty());
         prop_assert_eq!(Value::Object(spliced_top).to_string(), Value::Object(map_top).to_string());
     }
@@ -102,9 +102,9 @@ fn fragments_are_written_as_their_json() {
     let mut context = Map::new();
     context.insert("ip".into(), json!("203.0.113.9"));
     let mut splice = EventSplice::default();
-    splice.set(&context, "geo", Fragment::Shared(shared));
-    splice.set(&context, "userAgent", Fragment::Text(Cow::Borrowed("a \"quoted\" agent")));
-    splice.remove(&mut context, "ip");
+    splice.context.set(&context, "geo", Fragment::Shared(shared));
+    splice.context.set(&context, "userAgent", Fragment::Text(Cow::Borrowed("a \"quoted\" agent")));
+    splice.context.remove(&mut context, "ip");
     let mut event = Map::new();
     event.insert("context".into(), Value::Object(context));
     let written = splice.write(&event, 0);

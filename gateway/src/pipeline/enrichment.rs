@@ -50,23 +50,23 @@ impl Admission<'_> {
     /// inserting them would, so the event's map is neither hashed into nor
     /// grown; written, the record is what the inserts would give).
     fn enrich<'r>(&'r self, event: &mut Map<String, Value>, time: &EventTime, splice: &mut EventSplice<'r>) {
-        splice.set_top(event, "receivedAt", Fragment::Text(Cow::Borrowed(&self.received_at_text)));
+        splice.top.set(event, "receivedAt", Fragment::Text(Cow::Borrowed(&self.received_at_text)));
         // The device's value is taken out (its place, left `null`, is the
         // splice's to fill), then the key removed as a map removes it.
         if let Some(device) = compact::entry_mut(event, "timestamp").map(std::mem::take) {
-            splice.remove_top(event, "timestamp");
-            if !splice.top_contains(event, "originalTimestamp") {
-                splice.set_device_top(event, "originalTimestamp", device);
+            splice.top.remove(event, "timestamp");
+            if !splice.top.contains(event, "originalTimestamp") {
+                splice.top.set_device(event, "originalTimestamp", device);
             }
         }
-        splice.set_top(event, "timestamp", Fragment::Text(Cow::Owned(format_time(time.timestamp))));
+        splice.top.set(event, "timestamp", Fragment::Text(Cow::Owned(format_time(time.timestamp))));
         // `context` is an object or absent here (the envelope step
         // dead-letters any other); an event without one gets an empty one.
         match compact::entry(event, "context") {
             Some(Value::Object(context)) => self.enrich_context(context, splice),
             Some(_) => {}
             None => {
-                splice.set_top(event, "context", Fragment::Context);
+                splice.top.set(event, "context", Fragment::Context);
                 self.enrich_context(&Map::new(), splice);
             }
         }
@@ -83,11 +83,11 @@ impl Admission<'_> {
             (None, own) => own,
         };
         if let Some(ip) = ip {
-            splice.set(context, "ip", self.edge.ip_text(ip));
+            splice.context.set(context, "ip", self.edge.ip_text(ip));
             splice.ip = Some(ip);
         }
         if let (None, Some(agent)) = (compact::entry(context, "userAgent"), &self.client.user_agent) {
-            splice.set(context, "userAgent", Fragment::Text(Cow::Borrowed(agent)));
+            splice.context.set(context, "userAgent", Fragment::Text(Cow::Borrowed(agent)));
         }
     }
 }
