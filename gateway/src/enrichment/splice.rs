@@ -169,28 +169,27 @@ impl<'r> Entries<'r> {
 
     /// Where the client's `key` is: `None` when the client sent none or a
     /// removal put another entry in its place.
-    fn client_has(&self, context: &Map<String, Value>, key: &str) -> bool {
-        compact::entry(context, key).is_some()
-            && !self.replaced.iter().any(|(at, entry)| *at == key && entry.key != key)
+    fn client_has(&self, map: &Map<String, Value>, key: &str) -> bool {
+        compact::entry(map, key).is_some() && !self.replaced.iter().any(|(at, entry)| *at == key && entry.key != key)
     }
 
-    /// Whether `context` holds `key` now.
-    pub fn contains(&self, context: &Map<String, Value>, key: &str) -> bool {
+    /// Whether the map holds `key` now.
+    pub fn contains(&self, map: &Map<String, Value>, key: &str) -> bool {
         self.added.iter().any(|e| e.key == key)
             || self.replaced.iter().any(|(_, e)| e.key == key)
-            || self.client_has(context, key)
+            || self.client_has(map, key)
     }
 
-    /// `context[key]` now, when it is a string.
-    pub fn text<'s>(&'s self, context: &'s Map<String, Value>, key: &str) -> Option<&'s str> {
+    /// `map[key]` now, when it is a string.
+    pub fn text<'s>(&'s self, map: &'s Map<String, Value>, key: &str) -> Option<&'s str> {
         if let Some(entry) = self.added.iter().chain(self.replaced.iter().map(|(_, e)| e)).find(|e| e.key == key) {
             return entry.value.as_str();
         }
-        if self.client_has(context, key) { compact::entry(context, key).and_then(Value::as_str) } else { None }
+        if self.client_has(map, key) { compact::entry(map, key).and_then(Value::as_str) } else { None }
     }
 
-    /// `context.insert(key, value)`: in the key's place if present, last otherwise.
-    pub fn set(&mut self, context: &Map<String, Value>, key: &'static str, value: Fragment<'r>) {
+    /// `map.insert(key, value)`: in the key's place if present, last otherwise.
+    pub fn set(&mut self, map: &Map<String, Value>, key: &'static str, value: Fragment<'r>) {
         let added = self.added.position(|e| e.key == key);
         if let Some(entry) = added.and_then(|i| self.added.get_mut(i)) {
             entry.value = value;
@@ -201,15 +200,15 @@ impl<'r> Entries<'r> {
             entry.value = value;
             return;
         }
-        if self.client_has(context, key) {
+        if self.client_has(map, key) {
             self.replaced.push((key, Entry { key, value }));
         } else {
             self.added.push(Entry { key, value });
         }
     }
 
-    /// `context.remove(key)`, a swap-remove: the last entry takes its place.
-    pub fn remove(&mut self, context: &mut Map<String, Value>, key: &'static str) {
+    /// `map.remove(key)`, a swap-remove: the last entry takes its place.
+    pub fn remove(&mut self, map: &mut Map<String, Value>, key: &'static str) {
         if let Some(index) = self.added.position(|e| e.key == key) {
             self.added.swap_remove(index);
             return;
@@ -217,7 +216,7 @@ impl<'r> Entries<'r> {
         // The client's key whose place holds `key` now.
         let at = match self.replaced.iter().find(|(_, e)| e.key == key) {
             Some((at, _)) => *at,
-            None if self.client_has(context, key) => key,
+            None if self.client_has(map, key) => key,
             None => return,
         };
         let index = self.replaced.position(|(k, _)| *k == at);
@@ -234,7 +233,7 @@ impl<'r> Entries<'r> {
                 if let Some(index) = index {
                     self.replaced.swap_remove(index);
                 }
-                context.remove(at);
+                map.remove(at);
             }
         }
     }
@@ -245,10 +244,10 @@ impl<'r> Entries<'r> {
         self.set(map, key, Fragment::Device);
     }
 
-    /// Writes the fragments into `context` as values, leaving these entries
+    /// Writes the fragments into the map as values, leaving these entries
     /// empty: for the rare event whose personal-data actions reach into
     /// this map, which then work on it as it would be.
-    pub fn materialize(&mut self, context: &mut Map<String, Value>) {
+    pub fn materialize(&mut self, map: &mut Map<String, Value>) {
         if self.is_empty() {
             return;
         }
@@ -257,15 +256,15 @@ impl<'r> Entries<'r> {
             Fragment::Device => device.take().unwrap_or(Value::Null),
             other => other.to_value(),
         };
-        let client = std::mem::take(context);
+        let client = std::mem::take(map);
         for (key, value) in client {
             match self.replaced.iter().find(|(at, _)| *at == key) {
-                Some((_, entry)) => context.insert(entry.key.to_owned(), value_of(&entry.value)),
-                None => context.insert(key, value),
+                Some((_, entry)) => map.insert(entry.key.to_owned(), value_of(&entry.value)),
+                None => map.insert(key, value),
             };
         }
         for entry in self.added.iter() {
-            context.insert(entry.key.to_owned(), value_of(&entry.value));
+            map.insert(entry.key.to_owned(), value_of(&entry.value));
         }
         self.replaced.clear();
         self.added.clear();
