@@ -1,8 +1,9 @@
 //! The targets table: the single-event and batched maxima against their
 //! ceilings, the gateway's CPU at each (split into librdkafka's threads and
-//! the rest, beside a do-nothing HTTP server's), and p99 at half the
-//! batched maximum against Kafka's own, measured `--rounds` times in the
-//! same run; each row gives the median and the rounds' spread.
+//! the rest, beside a do-nothing HTTP server's and the load generator's),
+//! and p99 at half the batched maximum against Kafka's own, measured
+//! `--rounds` times in the same run; each row gives the median and the
+//! rounds' spread.
 
 use std::fmt::Write as _;
 use std::future::Future;
@@ -68,14 +69,20 @@ pub(super) async fn targets(
         "≥ 0.5",
     );
     s.row(
-        "CPU per event at the batched maximum, µs: gateway process (of which librdkafka's threads) / broker",
+        "CPU per event at the batched maximum, µs: gateway process (of which librdkafka's threads) / broker / \
+         load generator",
         format!(
-            "{} ({}) / {}",
+            "{} ({}) / {} / {}",
             figure(|r| r.batched_cpu).text(1),
             figure(|r| r.batched_kafka_cpu).text(1),
-            figure(|r| r.batched_broker_cpu).text(1)
+            figure(|r| r.batched_broker_cpu).text(1),
+            figure(|r| r.batched_generator_cpu).text(1)
         ),
-        format!("– / {} (Kafka ceiling's broker)", figure(|r| r.ceiling_broker_cpu).text(1)),
+        format!(
+            "– / {} / {} (the Kafka ceiling's broker / its generator and producer)",
+            figure(|r| r.ceiling_broker_cpu).text(1),
+            figure(|r| r.ceiling_generator_cpu).text(1)
+        ),
         "–".into(),
         "gateway ≤ 8 µs",
     );
@@ -104,6 +111,10 @@ pub(super) async fn targets(
     if !held.is_empty() {
         let _ = write!(s.report, "\n{held}");
     }
+    let generator = generator_line(&figure(|r| r.single_generator_cpu), &figure(|r| r.http_generator_cpu));
+    if !generator.is_empty() {
+        let _ = write!(s.report, "\n{generator}");
+    }
     Ok((gw_max, gw_best))
 }
 
@@ -121,6 +132,8 @@ struct CpuUse {
     kafka_threads: Option<f64>,
     broker: Option<f64>,
     ceiling: Option<f64>,
+    /// This process: the load generator (and the Kafka ceiling's producer).
+    generator: Option<f64>,
     events: f64,
 }
 
@@ -138,15 +151,17 @@ where
 {
     let read = |pid: u32| if pid == 0 { None } else { memory::cpu_seconds(pid) };
     let threads = |pid: u32| if pid == 0 { None } else { memory::kafka_thread_seconds(pid) };
-    let before = [read(pids.gateway), threads(pids.gateway), read(pids.broker), read(pids.ceiling)];
+    let own = std::process::id();
+    let before = [read(pids.gateway), threads(pids.gateway), read(pids.broker), read(pids.ceiling), read(own)];
     let result = run().await;
-    let after = [read(pids.gateway), threads(pids.gateway), read(pids.broker), read(pids.ceiling)];
+    let after = [read(pids.gateway), threads(pids.gateway), read(pids.broker), read(pids.ceiling), read(own)];
     let delta = |i: usize| Some(after[i]? - before[i]?);
     CpuUse {
         gateway: delta(0),
         kafka_threads: delta(1),
         broker: delta(2),
         ceiling: delta(3),
+        generator: delta(4),
         events: (result.ok * result.batch as u64) as f64,
     }
 }
@@ -166,6 +181,22 @@ fn floor_line(total: &Figure, kafka: &Figure, http: &Figure) -> String {
         http + kafka,
         total - kafka,
         total - kafka - http
+    )
+}
+
+/// What the load generator itself spends per single-event request, in the
+/// gateway's run and the HTTP ceiling's at the same rate (medians): it
+/// shares the 2 cores with what it measures, so the heavier it is, the
+/// nearer every maximum sits to its own limit.
+fn generator_line(gateway_run: &Figure, ceiling_run: &Figure) -> String {
+    let (gateway_run, ceiling_run) = (gateway_run.median(), ceiling_run.median());
+    if !(gateway_run.is_finite() && ceiling_run.is_finite()) {
+        return String::new();
+    }
+    format!(
+        "The load generator (this suite's own process, on the gateway's allocator) spends {gateway_run:.1} µs per \
+         single-event request sending to the gateway at its maximum and {ceiling_run:.1} µs sending to the HTTP \
+         ceiling at the same rate, on the same cores as what it measures.\n"
     )
 }
 
@@ -224,6 +255,10 @@ struct Round {
     single_kafka_cpu: f64,
     /// The HTTP ceiling server's CPU per request at `single_max`, µs.
     http_cpu: f64,
+    /// The load generator's CPU per request at `single_max`, sending to the
+    /// gateway and to the HTTP ceiling, µs.
+    single_generator_cpu: f64,
+    http_generator_cpu: f64,
     /// The same server's when it holds each answer `hold_ms` (the gateway's
     /// p50 at `single_max`).
     held_cpu: f64,
@@ -235,7 +270,11 @@ struct Round {
     batched_cpu: f64,
     batched_kafka_cpu: f64,
     batched_broker_cpu: f64,
+    /// The load generator's (this process's) CPU per event at `batched_max`, µs.
+    batched_generator_cpu: f64,
     ceiling_broker_cpu: f64,
+    /// This process's CPU per event producing the Kafka ceiling at `batched_max`, µs.
+    ceiling_generator_cpu: f64,
     /// p99 at half `batched_max`, ms.
     half_p99: f64,
     kafka_half_p99: f64,
@@ -278,6 +317,8 @@ async fn targets_round(
         single_cpu: single_cpu.micros(single_cpu.gateway),
         single_kafka_cpu: single_cpu.micros(single_cpu.kafka_threads),
         http_cpu: http_cpu.micros(http_cpu.ceiling),
+        single_generator_cpu: single_cpu.micros(single_cpu.generator),
+        http_generator_cpu: http_cpu.micros(http_cpu.generator),
         held_cpu: held_cpu.micros(held_cpu.ceiling),
         hold_ms,
         batched_max,
@@ -285,7 +326,9 @@ async fn targets_round(
         batched_cpu: batched_cpu.micros(batched_cpu.gateway),
         batched_kafka_cpu: batched_cpu.micros(batched_cpu.kafka_threads),
         batched_broker_cpu: batched_cpu.micros(batched_cpu.broker),
+        batched_generator_cpu: batched_cpu.micros(batched_cpu.generator),
         ceiling_broker_cpu: ceiling_cpu.micros(ceiling_cpu.broker),
+        ceiling_generator_cpu: ceiling_cpu.micros(ceiling_cpu.generator),
         half_p99: gw_half.ms(99.0),
         kafka_half_p99: kafka_half.ms(99.0),
     }
@@ -317,6 +360,14 @@ mod figure_tests {
         assert!(line.contains("34.0 µs before any"), "{line}");
         assert!(line.contains("spend 68.0 µs, 46.0 µs above"), "{line}");
         assert_eq!(floor_line(&Figure(vec![80.0]), &Figure(vec![f64::NAN]), &Figure(vec![22.0])), "");
+    }
+
+    #[test]
+    fn the_generator_line_gives_both_runs_or_nothing() {
+        let line = super::generator_line(&Figure(vec![14.0, 15.0, 13.0]), &Figure(vec![9.5]));
+        assert!(line.contains("spends 14.0 µs per single-event request sending to the gateway"), "{line}");
+        assert!(line.contains("9.5 µs sending to the HTTP ceiling"), "{line}");
+        assert_eq!(super::generator_line(&Figure(vec![14.0]), &Figure(vec![f64::NAN])), "");
     }
 
     #[test]
